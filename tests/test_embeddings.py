@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_openai import OpenAIEmbeddings
+
+from langmem_plugin.core.embeddings import (
+    MINILM_DIMS,
+    MiniLMEmbeddings,
+    embedding_dims,
+    resolve_embeddings,
+)
+from langmem_plugin.errors import OfflineResourceError, UnknownEmbeddingsError
+from langmem_plugin.testing import FakeEmbeddings
+
+# (sentence, paraphrase): written for these tests; the pairs share few words on purpose.
+PAIRS = [
+    ("I really enjoy drinking green tea in the morning.", "My favourite morning drink is green tea."),
+    ("My sister lives in Toronto.", "Her sibling resides in a Canadian city, Toronto."),
+    ("The meeting was moved to Thursday afternoon.", "We rescheduled the meeting for Thursday after lunch."),
+    ("I adopted a puppy last weekend.", "Last weekend I got a new young dog from the shelter."),
+    ("He is allergic to peanuts.", "Peanuts give him an allergic reaction."),
+    ("She started learning to play the violin.", "She has begun violin lessons."),
+    ("Our flight to Tokyo was cancelled.", "The plane we were taking to Tokyo got cancelled."),
+    ("I prefer working from home on Fridays.", "On Fridays I like to work remotely from my house."),
+    ("The car needs new tyres before winter.", "Before winter we have to replace the car's tires."),
+    ("My grandmother turned ninety yesterday.", "Yesterday was my grandma's 90th birthday."),
+    ("I'm training for a marathon in the spring.", "I am preparing to run a marathon this spring."),
+    ("The restaurant only serves vegetarian food.", "That restaurant has a meat-free menu."),
+    ("We painted the kitchen walls yellow.", "The kitchen walls got a coat of yellow paint."),
+    ("He lost his wallet on the train.", "His wallet went missing during the train ride."),
+    ("The project deadline is the end of March.", "The project is due at the end of March."),
+    ("I can't stand loud music while I study.", "Loud music bothers me when I'm studying."),
+    ("She volunteers at the animal shelter on Sundays.", "On Sundays she helps out at the pet rescue."),
+    ("The laptop battery drains very quickly.", "My notebook computer's battery runs out fast."),
+    ("They are getting married in June.", "Their wedding is planned for June."),
+    ("I usually cycle to the office.", "Most days I ride my bike to work."),
+    ("The doctor told me to drink more water.", "My physician advised me to stay better hydrated."),
+    ("We went camping by the lake with the kids.", "The children and I camped near the lake."),
+    ("My phone screen cracked when I dropped it.", "I dropped my phone and the display broke."),
+    ("The museum is closed on Mondays.", "On Mondays the museum does not open."),
+]
+
+
+@pytest.fixture(scope="module")
+def matrix(minilm: MiniLMEmbeddings) -> np.ndarray:
+    sentences = [s for pair in PAIRS for s in pair]
+    return np.array(minilm.embed_documents(sentences))
+
+
+def test_vectors_are_384_dims_and_unit_length(matrix: np.ndarray) -> None:
+    assert matrix.shape == (2 * len(PAIRS), MINILM_DIMS)
+    np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("index", range(len(PAIRS)), ids=[p[0][:30] for p in PAIRS])
+def test_paraphrase_ranks_first_among_all_other_sentences(matrix: np.ndarray, index: int) -> None:
+    query = matrix[2 * index]
+    sims = matrix @ query
+    sims[2 * index] = -np.inf  # not itself
+    assert int(np.argmax(sims)) == 2 * index + 1, PAIRS[index]
+
+
+def test_query_and_document_paths_agree(minilm: MiniLMEmbeddings) -> None:
+    text = PAIRS[0][0]
+    np.testing.assert_allclose(minilm.embed_query(text), minilm.embed_documents([text])[0], atol=1e-5)
+
+
+def test_batch_order_is_kept_whatever_the_lengths(minilm: MiniLMEmbeddings) -> None:
+    texts = ["short", "a much longer sentence " * 20, "", "mid length sentence here", "x" * 5000]
+    batched = MiniLMEmbeddings(batch_size=2).embed_documents(texts)
+    singles = [minilm.embed_query(t) for t in texts]
+    np.testing.assert_allclose(batched, singles, atol=1e-4)
+
+
+def test_empty_batch(minilm: MiniLMEmbeddings) -> None:
+    assert minilm.embed_documents([]) == []
+
+
+def test_thread_safe_and_loaded_once() -> None:
+    results: dict[int, list[float]] = {}
+
+    def work(i: int) -> None:
+        results[i] = MiniLMEmbeddings().embed_query("the same sentence")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = results[0]
+    for vector in results.values():
+        np.testing.assert_allclose(vector, first, atol=1e-6)
+    from langmem_plugin.core import embeddings as module
+
+    assert len(module._loaded) == 1
+
+
+async def test_async_embedding(minilm: MiniLMEmbeddings) -> None:
+    vectors = await asyncio.gather(minilm.aembed_query("tea"), minilm.aembed_documents(["tea", "coffee"]))
+    np.testing.assert_allclose(vectors[0], vectors[1][0], atol=1e-5)
+
+
+def test_bad_model_path_is_a_clear_error(tmp_path) -> None:
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(OfflineResourceError, match=r"model\.onnx"):
+        MiniLMEmbeddings(model_path=bad).embed_query("x")
+
+
+def test_batch_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        MiniLMEmbeddings(batch_size=0)
+
+
+def test_resolve_embeddings_accepts_every_form() -> None:
+    assert isinstance(resolve_embeddings(None), MiniLMEmbeddings)
+    assert isinstance(resolve_embeddings("local"), MiniLMEmbeddings)
+    assert isinstance(resolve_embeddings("local:all-MiniLM-L6-v2"), MiniLMEmbeddings)
+    fake = FakeEmbeddings(dims=8)
+    assert resolve_embeddings(fake) is fake
+    fn = resolve_embeddings(lambda texts: [[1.0, float(len(t))] for t in texts])
+    assert isinstance(fn, Embeddings)
+    assert fn.embed_query("abc") == [1.0, 3.0]
+    assert asyncio.run(fn.aembed_documents(["a", "bb"])) == [[1.0, 1.0], [1.0, 2.0]]
+
+
+def test_resolve_openai_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    emb = resolve_embeddings("openai:text-embedding-3-small")
+    assert isinstance(emb, OpenAIEmbeddings)
+    assert embedding_dims(emb) == 1536  # known without a network call
+
+
+@pytest.mark.parametrize("spec", ["nonsense", "nope:model-x", 42])
+def test_unknown_specs_are_typed_errors(spec: object) -> None:
+    with pytest.raises(UnknownEmbeddingsError):
+        resolve_embeddings(spec)  # type: ignore[arg-type]
+
+
+def test_embedding_dims() -> None:
+    assert embedding_dims(MiniLMEmbeddings()) == 384
+    assert embedding_dims(FakeEmbeddings(dims=12)) == 12
+    assert embedding_dims(resolve_embeddings(lambda texts: [[0.0] * 5 for _ in texts])) == 5
+
+
+def test_fake_embeddings_are_deterministic_and_lexical() -> None:
+    emb = FakeEmbeddings()
+    assert emb.embed_query("green tea") == FakeEmbeddings().embed_query("green tea")
+    a, b, c = np.array(emb.embed_documents(["green teas", "green tea please", "quarterly taxes"]))
+    assert a @ b > a @ c
+    with pytest.raises(ValueError, match="dims"):
+        FakeEmbeddings(dims=1)

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import threading
+
+import qdrant_edge
+
+from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
+
+
+def test_encoder_stems_and_drops_stopwords() -> None:
+    enc = BM25Encoder()
+    doc = enc.encode_document("The dogs were running in the park")
+    assert set(enc.encode_query("dog run park").indices) <= set(doc.indices)
+    assert enc.encode_query("the were in").indices == ()
+
+
+def test_query_weights_are_one_and_documents_saturate() -> None:
+    enc = BM25Encoder()
+    assert set(enc.encode_query("tea tea coffee").values) == {1.0}
+    once = enc.encode_document("tea").as_dict()
+    thrice = enc.encode_document("tea tea tea").as_dict()
+    (term,) = once
+    assert once[term] < thrice[term] < 3 * once[term]
+
+
+def test_same_ids_as_the_engine() -> None:
+    ours = BM25Encoder().encode_document("Caroline went to a support group")
+    engine = qdrant_edge.Bm25(qdrant_edge.Bm25Config(k=1.2, b=0.75, avg_len=32.0, language="english"))
+    theirs = engine.embed_document("Caroline went to a support group")
+    assert ours == SparseVector(tuple(theirs.indices), tuple(theirs.values))
+
+
+def test_index_ranks_by_bm25_with_idf() -> None:
+    index = BM25Index()
+    index.add("a", "Melanie painted a sunset over the lake")
+    index.add("b", "Melanie went to the lake")
+    index.add("c", "Melanie signed up for a pottery class")
+    ranked = [key for key, _ in index.search("sunset painting")]
+    assert ranked == ["a"]
+    scores = index.scores("Melanie lake")
+    assert set(scores) == {"a", "b", "c"}
+    # "lake" is rarer than "Melanie", so the two lake documents win; the shorter one first
+    assert max(scores, key=scores.__getitem__) == "b"
+
+
+def test_index_replace_remove_and_restrict() -> None:
+    index = BM25Index()
+    index.add_many([("a", "green tea"), ("b", "black coffee")])
+    index.add("a", "espresso coffee")
+    assert [k for k, _ in index.search("tea")] == []
+    assert {k for k, _ in index.search("coffee")} == {"a", "b"}
+    assert [k for k, _ in index.search("coffee", keys=["b"])] == ["b"]
+    index.remove("b")
+    index.remove("missing")
+    assert "b" not in index
+    assert len(index) == 1
+    assert index.search("coffee", limit=5)[0][0] == "a"
+
+
+def test_index_is_thread_safe() -> None:
+    index = BM25Index()
+
+    def writer(start: int) -> None:
+        for i in range(start, start + 200):
+            index.add(i, f"memory number {i} about tea")
+
+    threads = [threading.Thread(target=writer, args=(n * 200,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(index) == 800
+    assert len(index.search("tea", limit=1000)) == 800
