@@ -56,8 +56,11 @@ from langmem_plugin.stores._common import (
     final_puts,
     index_texts,
     parse_filter,
+    validate_namespace,
     validate_op,
+    validate_value,
 )
+from langmem_plugin.stores._transfer import StoredItem
 
 __all__ = [
     "DENSE",
@@ -80,7 +83,7 @@ __all__ = [
     "Query",
     "Range",
     "Retrieve",
-    "ScrollIds",
+    "Scroll",
     "SearchMode",
     "SetPayload",
     "Upsert",
@@ -88,6 +91,8 @@ __all__ = [
     "ns_token",
     "point_id",
     "run_batch",
+    "run_export_page",
+    "run_import",
     "run_sweep",
     "to_us",
 ]
@@ -264,11 +269,16 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
-class ScrollIds:
-    """Up to ``limit`` ids of points matching ``filter`` → ``list[str]``."""
+class Scroll:
+    """A page of points matching ``filter``, in id order, from id ``offset`` on.
+
+    → ``(list[Hit], next_offset)``; ``next_offset`` is None after the last page.
+    """
 
     filter: Filter
     limit: int
+    offset: str | None = None
+    with_payload: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +304,7 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
-EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | ScrollIds | Facet
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet
 Call = EngineCall | EmbedDocuments | EmbedQueries
 Plan = Generator[Call, Any, list[Result]]
 
@@ -395,11 +405,13 @@ def _string_leaves(value: Any) -> list[str]:
     return []
 
 
-def _texts_for(config: PlanConfig, op: PutOp, value: Mapping[str, Any]) -> list[str]:
+def _texts_for(
+    config: PlanConfig, index: Literal[False] | list[str] | None, value: Mapping[str, Any]
+) -> list[str]:
     """The texts an item is indexed by (empty: not indexed)."""
-    if op.index is False:
+    if index is False:
         return []
-    fields = list(op.index) if op.index is not None else config.fields
+    fields = list(index) if index is not None else config.fields
     if config.dims is None and fields is None:
         return _string_leaves(value)  # lexical only: the words, not the JSON keys
     return index_texts(value, fields)
@@ -526,25 +538,56 @@ def _checked(config: PlanConfig, vector: Sequence[float]) -> list[float]:
     return [float(x) for x in vector]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """An item to write, with its timestamps decided."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None
+    created_us: int
+    updated_us: int
+    ttl: float | None
+    expires_us: int
+
+
 def _write(
     config: PlanConfig, puts: Iterable[tuple[int, PutOp]], existing: Mapping[str, Hit], now_us: int
 ) -> Generator[Call, Any, None]:
     deletes: list[str] = []
-    staged: list[tuple[PutOp, str, dict[str, Any], list[str]]] = []
+    entries: list[_Entry] = []
     for _, op in puts:
         pid = point_id(op.namespace, op.key)
         if op.value is None:
             deletes.append(pid)
             continue
-        value = json.loads(json.dumps(op.value, ensure_ascii=False))  # validated: a JSON object
-        staged.append((op, pid, value, _texts_for(config, op, value)))
+        old = existing.get(pid)
+        ttl = float(op.ttl) if op.ttl is not None else None
+        entries.append(
+            _Entry(
+                namespace=tuple(op.namespace),
+                key=op.key,
+                value=validate_value(op.value),
+                index=op.index,
+                created_us=int(old.payload["created_us"]) if old is not None else now_us,
+                updated_us=now_us,
+                ttl=ttl,
+                expires_us=now_us + _minutes_us(ttl) if ttl is not None else NEVER_US,
+            )
+        )
     if deletes:
         yield Delete(tuple(deletes))
-    if not staged:
+    yield from _upsert(config, entries)
+
+
+def _upsert(config: PlanConfig, entries: Sequence[_Entry]) -> Generator[Call, Any, None]:
+    if not entries:
         return
+    texts_of = [_texts_for(config, e.index, e.value) for e in entries]
     dense_of: dict[str, list[float]] = {}
     if config.dims is not None:
-        unique = sorted({t for *_, texts in staged for t in texts})
+        unique = sorted({t for texts in texts_of for t in texts})
         if unique:
             vectors: list[list[float]] = yield EmbedDocuments(tuple(unique))
             if len(vectors) != len(unique):
@@ -553,26 +596,23 @@ def _write(
                 )
             dense_of = dict(zip(unique, (_checked(config, v) for v in vectors), strict=True))
     points: list[PointData] = []
-    for op, pid, value, texts in staged:
-        ns = tuple(op.namespace)
-        old = existing.get(pid)
-        created_us = int(old.payload["created_us"]) if old is not None else now_us
-        ttl = float(op.ttl) if op.ttl is not None else None
+    for e, texts in zip(entries, texts_of, strict=True):
+        ns = e.namespace
         sparse = config.encoder.encode_document("\n".join(texts)) if texts else None
         dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
         payload = {
             "ns": ns_token(ns),
             "ns_prefix": [ns_token(ns[:n]) for n in range(1, len(ns) + 1)],
             "namespace": list(ns),
-            "key": op.key,
-            "value": value,
-            "created_us": created_us,
-            "updated_us": now_us,
-            "expires_us": now_us + _minutes_us(ttl) if ttl is not None else NEVER_US,
-            "ttl": ttl,
+            "key": e.key,
+            "value": e.value,
+            "created_us": e.created_us,
+            "updated_us": e.updated_us,
+            "expires_us": e.expires_us,
+            "ttl": e.ttl,
             "indexed": int(bool(dense) if config.dims is not None else bool(sparse)),
         }
-        points.append(PointData(pid, payload, dense, sparse if sparse else None))
+        points.append(PointData(point_id(ns, e.key), payload, dense, sparse if sparse else None))
     yield Upsert(tuple(points))
 
 
@@ -675,9 +715,56 @@ def run_sweep(now: datetime, *, page: int = 1000) -> Generator[Call, Any, int]:
     expired = Filter((Range("expires_us", lte=float(to_us(now))),))
     removed = 0
     while True:
-        ids: list[str] = yield ScrollIds(expired, page)
-        if ids:
-            yield Delete(tuple(ids))
-            removed += len(ids)
-        if len(ids) < page:
+        hits, _ = yield Scroll(expired, page, None, with_payload=False)
+        if hits:
+            yield Delete(tuple(h.id for h in hits))
+            removed += len(hits)
+        if len(hits) < page:
             return removed
+
+
+def run_export_page(
+    prefix: Sequence[str], now: datetime, offset: str | None, *, page: int = 500
+) -> Generator[Call, Any, tuple[list[StoredItem], str | None]]:
+    """One page of live items under ``prefix`` with their TTL, and the offset of the next page."""
+    hits, next_offset = yield Scroll(_live(to_us(now), prefix), page, offset, with_payload=True)
+    items = []
+    for hit in hits:
+        p = hit.payload
+        expires = int(p["expires_us"])
+        items.append(
+            StoredItem(
+                namespace=tuple(p["namespace"]),
+                key=p["key"],
+                value=p["value"],
+                created_at=from_us(p["created_us"]),
+                updated_at=from_us(p["updated_us"]),
+                ttl=float(p["ttl"]) if p.get("ttl") is not None else None,
+                expires_at=from_us(expires) if expires != NEVER_US else None,
+            )
+        )
+    return items, next_offset
+
+
+def run_import(config: PlanConfig, items: Sequence[StoredItem], now: datetime) -> Generator[Call, Any, int]:
+    """Write exported items as they are (timestamps and expiry kept); expired ones are skipped."""
+    now_us = to_us(now)
+    entries: dict[str, _Entry] = {}
+    for item in items:
+        namespace = validate_namespace(item.namespace)
+        expires_us = to_us(item.expires_at) if item.expires_at is not None else NEVER_US
+        if expires_us <= now_us:
+            continue
+        entry = _Entry(
+            namespace=namespace,
+            key=item.key,
+            value=validate_value(item.value),
+            index=None,
+            created_us=to_us(item.created_at),
+            updated_us=to_us(item.updated_at),
+            ttl=item.ttl,
+            expires_us=expires_us,
+        )
+        entries[point_id(namespace, item.key)] = entry  # the later of two lines for one key wins
+    yield from _upsert(config, list(entries.values()))
+    return len(entries)
