@@ -22,6 +22,7 @@ from langmem_plugin.core.tokens import (
     install_offline_encodings,
 )
 from langmem_plugin.errors import (
+    BlockingCallError,
     ConfigurationError,
     InvalidFilterError,
     InvalidNamespaceError,
@@ -35,6 +36,7 @@ from langmem_plugin.errors import (
     StoreLockedError,
     UnknownEmbeddingsError,
 )
+from langmem_plugin.stores.checkpointer import CheckpointerStore
 
 try:
     __version__ = version("langmem-plugin")
@@ -46,6 +48,8 @@ install_offline_encodings()
 __all__ = [
     "BM25Encoder",
     "BM25Index",
+    "BlockingCallError",
+    "CheckpointerStore",
     "ConfigurationError",
     "InvalidFilterError",
     "InvalidNamespaceError",

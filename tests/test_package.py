@@ -18,6 +18,8 @@ PACKAGE = Path(langmem_plugin.__file__).parent
 EXPECTED_ALL = {
     "BM25Encoder",
     "BM25Index",
+    "BlockingCallError",
+    "CheckpointerStore",
     "ConfigurationError",
     "InvalidFilterError",
     "InvalidNamespaceError",
