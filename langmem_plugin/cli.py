@@ -46,6 +46,12 @@ def _bench(args: argparse.Namespace) -> int:
         result = run_core_bench(queries=args.queries, docs=args.docs)
         print(result.table())
         return 0
+    if args.bench == "checkpointer":
+        from langmem_plugin.bench.checkpointer import run_checkpointer_bench
+
+        print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
@@ -67,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     core = benches.add_parser("core", help="embedder load/latency/throughput and token counting, with peers")
     core.add_argument("--queries", type=int, default=200, help="single queries to time (default 200)")
     core.add_argument("--docs", type=int, default=1000, help="documents to embed in batches (default 1000)")
+    ckpt = benches.add_parser(
+        "checkpointer", help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore"
+    )
+    ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
+    ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
     bench.set_defaults(func=_bench)
     return parser
 

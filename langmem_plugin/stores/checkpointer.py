@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import json
 import re
 import threading
@@ -368,6 +369,7 @@ class CheckpointerStore(BaseStore):
         for saved in cast(list[CheckpointTuple], registry):
             for labels in saved.checkpoint["channel_values"].values():
                 namespaces.add(tuple(labels))
+        state.begin_load()
         for namespace in sorted(namespaces):
             thread = namespace_thread(self.name, namespace)
             saved_list = cast(list[CheckpointTuple], (yield _List(self._config(thread))))
@@ -388,21 +390,17 @@ class CheckpointerStore(BaseStore):
             if saved_list:
                 state.heads[thread] = saved_list[-1].checkpoint["id"]
             state.registered.add(namespace)
-        missing = [
-            e
-            for entries in state.items.values()
-            for e in entries.values()
-            if not state.has_vectors(e) and state.texts_for(e.value, e.index)
-        ]
+        missing = state.finish_load()
         if missing:  # written without (or with other) embeddings: embed once now
             texts = [state.texts_for(e.value, e.index) for e in missing]
             flat = yield _Embed([t for group in texts for t in group])
             vectors = np.asarray(flat, dtype=np.float32)
-            start = 0
-            for entry, group in zip(missing, texts, strict=True):
-                assert state.vectors is not None
-                state.vectors.set(entry.slot, vectors[start : start + len(group)])
-                start += len(group)
+            bounds = np.cumsum([0] + [len(group) for group in texts])
+            assert state.vectors is not None
+            state.vectors.set_many(
+                [e.slot for e in missing],
+                [vectors[a:b] for a, b in itertools.pairwise(bounds)],
+            )
         with self._lock:
             if self._state is None:
                 self._state = state
@@ -462,8 +460,15 @@ class CheckpointerStore(BaseStore):
                 if entry is not None and self._ttl.refresh(op.refresh_ttl):
                     refresh[(entry.namespace, entry.key)] = entry
             elif isinstance(op, SearchOp):
-                entries = state.candidates(tuple(op.namespace_prefix), compile_filter(op.filter), now)
-                page = state.rank(entries, op.query, query_vectors.get(i), limit=op.limit, offset=op.offset)
+                page = state.search(
+                    tuple(op.namespace_prefix),
+                    compile_filter(op.filter) if op.filter else None,
+                    op.query,
+                    query_vectors.get(i),
+                    limit=op.limit,
+                    offset=op.offset,
+                    now=now,
+                )
                 results.append([e.search_item(score) for e, score in page])
                 if self._ttl.refresh(op.refresh_ttl):
                     for e, _ in page:
