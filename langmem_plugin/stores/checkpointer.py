@@ -30,12 +30,17 @@ served from memory and each write updates them once the checkpointer has
 acknowledged it. A write returns only after the checkpointer's ``put`` has
 returned, so with ``SqliteSaver`` (which commits each checkpoint) a SIGKILL
 loses no acknowledged write. A batch that touches several namespaces writes one
-checkpoint per namespace; it is not atomic across them.
+checkpoint (one commit) per namespace; it is not atomic across them.
+
+One process writes a given store: its in-process indexes do not follow writes
+made by another process to the same checkpointer until that store is reopened
+(several stores can share one saver, each under its own ``name``).
 
 History: :meth:`CheckpointerStore.history` lists every version of an item
 (``value=None`` for a deletion), :meth:`~CheckpointerStore.restore` writes an old
 version back, :meth:`~CheckpointerStore.namespace_at` shows a namespace as it was
-at a past time.
+at a past time (TTL refreshes by reads are not part of that timeline: an item
+counts as expired at the expiry its version was written with).
 
 Search
 ------
@@ -292,9 +297,11 @@ class CheckpointerStore(BaseStore):
     def start_ttl_sweeper(self) -> None:
         """Start the TTL sweeper thread when ``sweep_interval_minutes`` is configured."""
         interval = self._ttl.sweep_interval_minutes
-        if interval is not None and self._sweeper is None:
+        with self._lock:
+            if interval is None or self._sweeper is not None:
+                return
             self._sweeper = TTLSweeper(self.sweep_ttl, interval, name=f"langmem-ckpt-sweeper-{self.name}")
-            self._sweeper.start()
+        self._sweeper.start()
 
     def close(self) -> None:
         """Stop the sweeper. The checkpointer is yours: it is not closed."""
@@ -530,37 +537,44 @@ class CheckpointerStore(BaseStore):
         return _Write(namespace, op.key, record, vectors)
 
     def _write(self, state: StoreState, writes: list[_Write]) -> _Steps[None]:
-        """Write one checkpoint per namespace (registering new namespaces first), then apply them."""
+        """Write one checkpoint per namespace (registering new namespaces first), applying each once written.
+
+        Each checkpoint is applied to memory as soon as the saver acknowledges it, so
+        a failure part-way leaves memory agreeing with what was written.
+        """
         if not writes:
             return
         by_namespace: dict[tuple[str, ...], list[_Write]] = {}
         for w in writes:
             by_namespace.setdefault(w.namespace, []).append(w)
-        requests: list[_Put] = []
-        applied: list[tuple[tuple[str, ...], str, str, dict[str, Any], np.ndarray | None]] = []
+        steps: list[
+            tuple[_Put, list[tuple[tuple[str, ...], str, str, dict[str, Any], np.ndarray | None]]]
+        ] = []
         with self._lock:
             new = [ns for ns in by_namespace if ns not in state.registered]
             now_text = self._clock().isoformat()
             if new:
                 registry = registry_thread(self.name)
                 channels = {namespace_thread(self.name, ns): list(ns) for ns in new}
-                requests.append(self._checkpoint(state, registry, channels, now_text))
+                steps.append((self._checkpoint(state, registry, channels, now_text), []))
                 state.registered.update(new)
             for namespace, group in by_namespace.items():
                 thread = namespace_thread(self.name, namespace)
                 put = self._checkpoint(state, thread, {w.key: w.record for w in group}, now_text)
-                requests.append(put)
                 cid = put.checkpoint["id"]
-                applied.extend((namespace, w.key, cid, w.record, w.vectors) for w in group)
+                steps.append((put, [(namespace, w.key, cid, w.record, w.vectors) for w in group]))
+        written = 0
         try:
-            for request in requests:  # noqa: UP028 - results are sent back in; a list iterator takes none
+            for request, applied in steps:
                 yield request
+                written += 1
+                with self._lock:
+                    state.apply_many(applied)
         except BaseException:
-            with self._lock:
-                state.registered.difference_update(new)
+            if new and written == 0:  # the registry checkpoint itself failed
+                with self._lock:
+                    state.registered.difference_update(new)
             raise
-        with self._lock:
-            state.apply_many(applied)
 
     def _checkpoint(self, state: StoreState, thread: str, channels: dict[str, Any], ts: str) -> _Put:
         cid = str(uuid6(clock_seq=0))
