@@ -174,7 +174,8 @@ def add_documents_plan(
 ) -> Plan[AddedDocument]:
     """Write one document's chunks into the knowledge compartment (replacing an older version)."""
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
-    chunks = chunk_text(document.text, max_tokens=chunk_tokens, model=model)
+    # identical chunks carry nothing new (and some stores fail a batch that embeds one text twice)
+    chunks = list(dict.fromkeys(chunk_text(document.text, max_tokens=chunk_tokens, model=model)))
     ops: list[PutOp] = []
     for number, chunk in enumerate(chunks):
         layout.check_content(Compartment.KNOWLEDGE, chunk)

@@ -64,6 +64,8 @@ __all__ = [
     "search_plan",
     "to_stored",
     "update_plan",
+    "write_plan",
+    "write_rounds",
 ]
 
 logger = logging.getLogger(__name__)
@@ -271,6 +273,34 @@ def save_plan(
     return StoredMemory(key, comp, namespace, record)
 
 
+def write_rounds(ops: Sequence[PutOp]) -> list[list[PutOp]]:
+    """``ops`` in as few batches as possible with no content text twice in one batch.
+
+    LangGraph's InMemoryStore fails a batch that embeds the same text for two items
+    (one episode written to session and user memory, one text in two compartments).
+    """
+    rounds: list[list[PutOp]] = []
+    seen: list[set[str]] = []
+    for op in ops:
+        text = str(op.value.get("content")) if op.value is not None else None
+        for number, texts in enumerate(seen):
+            if text is None or text not in texts:
+                rounds[number].append(op)
+                if text is not None:
+                    texts.add(text)
+                break
+        else:
+            rounds.append([op])
+            seen.append({text} if text is not None else set())
+    return rounds
+
+
+def write_plan(ops: Sequence[PutOp]) -> Plan[None]:
+    """Write ``ops`` in the batches of :func:`write_rounds`."""
+    for batch in write_rounds(ops):  # noqa: UP028 - a plan must receive the results: not `yield from` a list
+        yield batch
+
+
 def access_ops(memories: Sequence[StoredMemory]) -> list[PutOp]:
     """Writes that add one to each memory's ``access_count`` (the content is re-indexed as it was)."""
     ops = []
@@ -335,7 +365,7 @@ def search_plan(
         memories.sort(key=lambda m: m.record.created_at, reverse=True)
     memories = memories[:limit]
     if track_access and memories:
-        yield access_ops(memories)
+        yield from write_plan(access_ops(memories))
     return memories
 
 

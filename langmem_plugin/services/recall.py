@@ -45,7 +45,7 @@ from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services._io import Plan
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
-from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored
+from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
 
 __all__ = [
     "FENCE_CLOSE",
@@ -452,5 +452,5 @@ def recall_plan(
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
 
     if config.track_access and injected:
-        yield access_ops(injected)
+        yield from write_plan(access_ops(injected))
     return Recall(prompt, query, items, tokens, knowledge_mode, budgets)

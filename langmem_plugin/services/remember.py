@@ -34,7 +34,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services._io import Plan, aexecute, execute
 from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, MemoryLayout, parse_compartment
-from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored
+from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored, write_plan
 
 __all__ = [
     "EPISODE_CATEGORY",
@@ -188,8 +188,7 @@ def remember_plan(
                 ops.extend(PutOp(m.namespace, m.id, None) for m in episodes[:excess])
         ops.append(PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS))
         written.append((comp, namespace, key))
-    if ops:
-        yield ops
+    yield from write_plan(ops)
     return written
 
 
