@@ -22,6 +22,7 @@ from langmem_plugin.core.tokens import (
     install_offline_encodings,
 )
 from langmem_plugin.errors import (
+    BlockingCallError,
     CompartmentError,
     ConfigurationError,
     InvalidFilterError,
@@ -49,6 +50,7 @@ from langmem_plugin.services import (
     delete_idle_threads,
     trim_window,
 )
+from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,
     MemoryState,
@@ -68,6 +70,8 @@ install_offline_encodings()
 __all__ = [
     "BM25Encoder",
     "BM25Index",
+    "BlockingCallError",
+    "CheckpointerStore",
     "Compartment",
     "CompartmentError",
     "CompartmentLimits",

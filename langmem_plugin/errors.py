@@ -7,6 +7,7 @@ Messages name the bad value, the rule it broke, and the fix.
 The tree::
 
     LangMemPluginError (Exception)
+    ├── BlockingCallError (RuntimeError)      a synchronous call that would block (deadlock) an event loop
     ├── ConfigurationError (ValueError)       the package was configured wrongly
     │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing from the config
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
@@ -28,6 +29,7 @@ from __future__ import annotations
 from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
 
 __all__ = [
+    "BlockingCallError",
     "CompartmentError",
     "ConfigurationError",
     "InvalidFilterError",
@@ -48,6 +50,10 @@ __all__ = [
 
 class LangMemPluginError(Exception):
     """Base class of every error langmem_plugin raises on purpose."""
+
+
+class BlockingCallError(LangMemPluginError, RuntimeError):
+    """A synchronous call that would block, or deadlock, an event loop; the message names the async method."""
 
 
 class ConfigurationError(LangMemPluginError, ValueError):

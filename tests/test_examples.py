@@ -15,10 +15,19 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def _offline_env() -> dict[str, str]:
+def _run_offline(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a Python script in a fresh process with no OpenAI settings (scripted models only)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["HF_HUB_OFFLINE"] = "1"
-    return env
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_there_are_examples() -> None:
@@ -27,15 +36,7 @@ def test_there_are_examples() -> None:
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script: Path, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=_offline_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = _run_offline(script, tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert result.stdout.strip()
 
@@ -47,13 +48,5 @@ def test_notebook_runs(notebook: Path, tmp_path: Path) -> None:
     source = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     script = tmp_path / (notebook.stem + ".py")
     script.write_text(source)
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=_offline_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = _run_offline(script, tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

@@ -21,6 +21,8 @@ EXPECTED_ALL = {
     "Compartment",
     "CompartmentError",
     "CompartmentLimits",
+    "BlockingCallError",
+    "CheckpointerStore",
     "ConfigurationError",
     "InvalidFilterError",
     "InvalidNamespaceError",

@@ -1,0 +1,69 @@
+"""An exclusive lock on a store directory, held while the store is open.
+
+Qdrant Edge does not guard its files: a second opener of a held path fails
+*and* breaks the first one's next flush. So the store takes an exclusive,
+non-blocking ``flock`` on ``<path>/.lock`` before it opens anything; a second
+opener (another process, or another store object in this one) gets a
+:class:`~langmem_plugin.errors.StoreLockedError` and the first keeps working.
+The operating system releases the lock when the holder exits, even on a crash.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO
+
+from langmem_plugin.errors import StoreLockedError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock; the store opens unguarded
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["PathLock"]
+
+
+class PathLock:
+    """An exclusive lock on ``directory / ".lock"``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / ".lock"
+        self._file: IO[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise :class:`StoreLockedError` naming who holds it."""
+        if self._file is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                handle.close()
+                raise StoreLockedError(
+                    f"the store at {self.path.parent} is open elsewhere (holder: {holder}). Qdrant's "
+                    "embedded engine allows one opener per path. Fix: close the other store first, share "
+                    "one QdrantStore object, or run a Qdrant server and connect with QdrantStore(url=...)."
+                ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        """Release the lock (no-op when not held)."""
+        if self._file is None:
+            return
+        if fcntl is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None

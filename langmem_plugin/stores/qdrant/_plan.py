@@ -1,0 +1,683 @@
+"""The store logic, with no I/O: LangGraph ops in, engine calls out, results back.
+
+:func:`run_batch` is a generator (a "sans-I/O" state machine). It yields one
+:data:`Call` at a time — an engine request such as :class:`Query` or
+:class:`Upsert`, or an embedding request — and receives that call's result
+through ``send``. ``QdrantStore.batch`` drives it with blocking calls,
+``QdrantStore.abatch`` with awaited ones, so the logic exists once and the two
+paths differ only in how a call is carried out. The engines (Qdrant Edge,
+qdrant-client) translate the engine-neutral calls of this module into their own
+API and nothing more.
+
+The point layout (one Qdrant point per item):
+
+- id: ``uuid5`` of the JSON ``[namespace, key]``, so a get is a retrieve by id;
+- payload ``ns``: the namespace as a JSON array string (keyword index, used to
+  list namespaces); ``ns_prefix``: every prefix of it, each a JSON array string
+  (keyword index, tenant-aware), so "namespace starts with P" is one keyword
+  match; ``namespace`` and ``key`` as given; ``value`` the item's value;
+  ``created_us`` / ``updated_us`` / ``expires_us`` microseconds since the epoch
+  (integer indexes; an item without TTL expires at :data:`NEVER_US`); ``ttl``
+  in minutes, or null; ``indexed``: 1 when the item has a search vector, else 0;
+- vectors: ``dense``, one vector per indexed text (a multivector compared with
+  MaxSim, which for a single query vector is LangGraph's max pooling over the
+  item's fields), and ``bm25``, the item's texts as a BM25 sparse vector whose
+  IDF the engine applies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langmem_plugin.core.lexical import BM25Encoder, SparseVector
+from langmem_plugin.errors import ConfigurationError, InvalidValueError
+from langmem_plugin.stores._common import (
+    Condition,
+    TTLSettings,
+    apply_list_namespaces,
+    final_puts,
+    index_texts,
+    parse_filter,
+    validate_op,
+)
+
+__all__ = [
+    "DENSE",
+    "NEVER_US",
+    "SPARSE",
+    "Call",
+    "Delete",
+    "EmbedDocuments",
+    "EmbedQueries",
+    "Facet",
+    "Filter",
+    "Fused",
+    "Hit",
+    "Match",
+    "MatchAny",
+    "Nearest",
+    "OrderBy",
+    "PlanConfig",
+    "PointData",
+    "Query",
+    "Range",
+    "Retrieve",
+    "ScrollIds",
+    "SearchMode",
+    "SetPayload",
+    "Upsert",
+    "from_us",
+    "ns_token",
+    "point_id",
+    "run_batch",
+    "run_sweep",
+    "to_us",
+]
+
+DENSE = "dense"
+SPARSE = "bm25"
+
+#: ``expires_us`` of an item that never expires (far beyond any clock; exact as a float).
+NEVER_US = 2**62
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ID_NAMESPACE = uuid.UUID("5b0c1d0e-7a53-4f4e-9a55-6c616e676d65")
+_SAFE_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+SearchMode = Literal["hybrid", "dense", "lexical"]
+
+# --------------------------------------------------------------------------- point layout
+
+
+def point_id(namespace: Sequence[str], key: str) -> str:
+    """The point id of an item: a UUID derived from its namespace and key.
+
+    >>> point_id(("users", "u1"), "k1") == point_id(["users", "u1"], "k1")
+    True
+    """
+    return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key], ensure_ascii=False)))
+
+
+def ns_token(labels: Sequence[str]) -> str:
+    """A namespace (or a prefix of one) as the keyword stored in the payload.
+
+    >>> ns_token(("users", "u1"))
+    '["users","u1"]'
+    """
+    return json.dumps(list(labels), ensure_ascii=False, separators=(",", ":"))
+
+
+def to_us(moment: datetime) -> int:
+    """Microseconds since the epoch (exact)."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_us(micros: int) -> datetime:
+    """The aware UTC datetime of :func:`to_us` (exact)."""
+    return _EPOCH + timedelta(microseconds=int(micros))
+
+
+# --------------------------------------------------------------------------- engine-neutral filters
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """The payload field equals ``value`` (or, for an array, contains it)."""
+
+    key: str
+    value: str | int | bool
+
+
+@dataclass(frozen=True, slots=True)
+class MatchAny:
+    """The payload field equals (or contains) one of ``values``."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The numeric payload field is within the given bounds."""
+
+    key: str
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+Cond = Match | MatchAny | Range
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """All of ``must`` hold."""
+
+    must: tuple[Cond, ...] = ()
+
+    def and_(self, *more: Cond) -> Filter:
+        return Filter((*self.must, *more))
+
+
+# --------------------------------------------------------------------------- calls
+
+
+@dataclass(frozen=True, slots=True)
+class PointData:
+    """A point to upsert."""
+
+    id: str
+    payload: dict[str, Any]
+    dense: list[list[float]] | None
+    sparse: SparseVector | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A point read back: its id, payload and (for scored queries) score."""
+
+    id: str
+    payload: dict[str, Any]
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderBy:
+    """Order by a numeric payload field, descending."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """Nearest neighbours on one named vector (dense: a list of vectors, compared with MaxSim)."""
+
+    using: str
+    vector: list[list[float]] | SparseVector
+    score_threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """Reciprocal rank fusion of several :class:`Nearest` prefetches, each of ``prefetch_limit``."""
+
+    parts: tuple[Nearest, ...]
+    prefetch_limit: int
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieve:
+    """Points by id (missing ids are left out) → ``list[Hit]``."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """Insert or replace points → ``None``."""
+
+    points: tuple[PointData, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete points by id → ``None``."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetPayload:
+    """Merge ``payload`` into the payload of the points → ``None``."""
+
+    ids: tuple[str, ...]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The first ``limit`` points matching ``filter`` in the order of ``rank`` → ``list[Hit]``."""
+
+    filter: Filter
+    rank: OrderBy | Nearest | Fused
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScrollIds:
+    """Up to ``limit`` ids of points matching ``filter`` → ``list[str]``."""
+
+    filter: Filter
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """Distinct values of a keyword field among points matching ``filter`` → ``list[str]``."""
+
+    key: str
+    filter: Filter
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedDocuments:
+    """Embed texts as documents → ``list[list[float]]`` (done by the store, not the engine)."""
+
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedQueries:
+    """Embed texts as queries → ``list[list[float]]`` (done by the store, not the engine)."""
+
+    texts: tuple[str, ...]
+
+
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | ScrollIds | Facet
+Call = EngineCall | EmbedDocuments | EmbedQueries
+Plan = Generator[Call, Any, list[Result]]
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """What the store logic needs to know about the store's configuration.
+
+    Attributes:
+        dims: dense vector dimension; None when the store has no IndexConfig (lexical search only).
+        fields: the IndexConfig's fields (None: the whole value, ``"$"``).
+        mode: how a query ranks: ``"hybrid"`` (dense + BM25 fused with RRF), ``"dense"`` or ``"lexical"``.
+        score_threshold: drop query results scoring below this (cosine for dense and for the dense
+            half of hybrid; BM25 for lexical).
+        candidates: the size of each prefetch that hybrid search fuses (pages past it may shift).
+        rrf_k: the k of reciprocal rank fusion, ``1 / (k + rank)``.
+        ttl: the store's TTL settings.
+        encoder: the BM25 encoder (the engine applies IDF).
+    """
+
+    dims: int | None = None
+    fields: tuple[str, ...] | None = None
+    mode: SearchMode = "hybrid"
+    score_threshold: float | None = None
+    candidates: int = 100
+    rrf_k: int = 60
+    ttl: TTLSettings = field(default_factory=TTLSettings)
+    encoder: BM25Encoder = field(default_factory=BM25Encoder)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _live(now_us: int, prefix: Sequence[str] = ()) -> Filter:
+    conditions: list[Cond] = [Range("expires_us", gt=float(now_us))]
+    if prefix:
+        conditions.insert(0, Match("ns_prefix", ns_token(prefix)))
+    return Filter(tuple(conditions))
+
+
+def _native(conditions: Iterable[Condition]) -> tuple[Cond, ...]:
+    """Engine conditions implied by the filter (a superset of its matches: results are re-checked)."""
+    out: list[Cond] = []
+    for c in conditions:
+        if not all(_SAFE_PART.match(part) for part in c.path):
+            continue
+        key = "value." + ".".join(c.path)
+        operand = c.operand
+        number = isinstance(operand, int | float) and not isinstance(operand, bool)
+        if c.op == "$eq":
+            if isinstance(operand, str):  # not bools: Qdrant Edge reads a Python bool as an integer
+                out.append(Match(key, operand))
+            elif number:
+                out.append(Range(key, gte=float(operand), lte=float(operand)))
+        elif c.op == "$in" and operand and all(isinstance(o, str) for o in operand):
+            out.append(MatchAny(key, tuple(operand)))
+        elif c.op in ("$gt", "$gte", "$lt", "$lte") and number:
+            out.append(Range(key, **{c.op[1:]: float(operand)}))
+    return tuple(out)
+
+
+def _item_of(hit: Hit) -> Item:
+    p = hit.payload
+    return Item(
+        value=p["value"],
+        key=p["key"],
+        namespace=tuple(p["namespace"]),
+        created_at=from_us(p["created_us"]),
+        updated_at=from_us(p["updated_us"]),
+    )
+
+
+def _search_item_of(hit: Hit, score: float | None) -> SearchItem:
+    p = hit.payload
+    return SearchItem(
+        namespace=tuple(p["namespace"]),
+        key=p["key"],
+        value=p["value"],
+        created_at=from_us(p["created_us"]),
+        updated_at=from_us(p["updated_us"]),
+        score=score,
+    )
+
+
+def _tiebreak(hit: Hit) -> tuple[tuple[str, ...], str]:
+    return tuple(hit.payload["namespace"]), hit.payload["key"]
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, dict):
+        return [text for v in value.values() for text in _string_leaves(v)]
+    if isinstance(value, list):
+        return [text for v in value for text in _string_leaves(v)]
+    return []
+
+
+def _texts_for(config: PlanConfig, op: PutOp, value: Mapping[str, Any]) -> list[str]:
+    """The texts an item is indexed by (empty: not indexed)."""
+    if op.index is False:
+        return []
+    fields = list(op.index) if op.index is not None else config.fields
+    if config.dims is None and fields is None:
+        return _string_leaves(value)  # lexical only: the words, not the JSON keys
+    return index_texts(value, fields)
+
+
+def _fetch(
+    make: Callable[[int], Query],
+    need: int,
+    check: Callable[[Hit], bool],
+    primary: Callable[[Hit], float],
+) -> Generator[Call, Any, tuple[list[Hit], bool]]:
+    """Fetch hits in the engine's order until ``need`` of them pass ``check`` (the exact filter).
+
+    Also fetches until the group of hits tied with the ``need``-th one on
+    ``primary`` is complete, so that sorting ties by namespace and key gives the
+    same order whatever the page size: pagination stays stable. Returns the
+    hits that pass and whether the engine had no more.
+    """
+    if need <= 0:
+        return [], False
+    fetch = need + 1
+    while True:
+        hits: list[Hit] = yield make(fetch)
+        kept = [h for h in hits if check(h)]
+        if len(hits) < fetch:
+            return kept, True
+        if len(kept) >= need and primary(hits[-1]) != primary(kept[need - 1]):
+            return kept, False
+        fetch *= 2
+
+
+# --------------------------------------------------------------------------- the batch
+
+
+@dataclass
+class _Refresh:
+    """Items read with ``refresh_ttl``: their TTL (minutes) by point id."""
+
+    ttl_by_id: dict[str, float] = field(default_factory=dict)
+
+    def add(self, hit: Hit) -> None:
+        ttl = hit.payload.get("ttl")
+        if ttl is not None:
+            self.ttl_by_id[hit.id] = float(ttl)
+
+    def calls(self, now_us: int) -> list[SetPayload]:
+        by_ttl: dict[float, list[str]] = {}
+        for pid, ttl in self.ttl_by_id.items():
+            by_ttl.setdefault(ttl, []).append(pid)
+        return [
+            SetPayload(tuple(ids), {"expires_us": now_us + _minutes_us(ttl)}) for ttl, ids in by_ttl.items()
+        ]
+
+
+def _minutes_us(minutes: float) -> int:
+    return round(minutes * 60_000_000)
+
+
+def run_batch(config: PlanConfig, ops: Sequence[Op], now: datetime) -> Plan:
+    """The plan of one ``batch``: yields calls, returns the results in op order.
+
+    Every op is validated before the first call, so a bad op raises a typed
+    error and nothing is written. Reads see the state before the batch's
+    writes; of two puts to one key the later wins.
+    """
+    for op in ops:
+        validate_op(op)
+        if (
+            isinstance(op, PutOp)
+            and op.ttl is not None
+            and not (isinstance(op.ttl, int | float) and not isinstance(op.ttl, bool) and op.ttl > 0)
+        ):
+            raise InvalidValueError(f"ttl must be a positive number of minutes or None, got {op.ttl!r}")
+    now_us = to_us(now)
+    results: list[Result] = [None] * len(ops)
+    refresh = _Refresh()
+
+    puts = final_puts((i, op) for i, op in enumerate(ops) if isinstance(op, PutOp))
+    gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+    wanted = {point_id(op.namespace, op.key) for _, op in gets}
+    wanted |= {point_id(ns, key) for (ns, key), (_, op) in puts.items() if op.value is not None}
+    existing: dict[str, Hit] = {}
+    if wanted:
+        found: list[Hit] = yield Retrieve(tuple(sorted(wanted)))
+        existing = {h.id: h for h in found if h.payload.get("expires_us", NEVER_US) > now_us}
+
+    for i, op in gets:
+        hit = existing.get(point_id(op.namespace, op.key))
+        if hit is not None:
+            results[i] = _item_of(hit)
+            if config.ttl.refresh(op.refresh_ttl):
+                refresh.add(hit)
+
+    searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
+    query_vectors: dict[str, list[float]] = {}
+    if config.dims is not None and config.mode != "lexical":
+        queries = sorted({op.query for _, op in searches if op.query})
+        if queries:
+            vectors: list[list[float]] = yield EmbedQueries(tuple(queries))
+            query_vectors = dict(zip(queries, (_checked(config, v) for v in vectors), strict=True))
+    for i, op in searches:
+        items, hits = yield from _search(config, op, now_us, query_vectors.get(op.query or ""))
+        results[i] = items
+        if config.ttl.refresh(op.refresh_ttl):
+            for hit in hits:
+                refresh.add(hit)
+
+    for i, op in enumerate(ops):
+        if isinstance(op, ListNamespacesOp):
+            results[i] = yield from _list_namespaces(op, now_us)
+
+    yield from refresh.calls(now_us)
+
+    yield from _write(config, puts.values(), existing, now_us)
+    return results
+
+
+def _checked(config: PlanConfig, vector: Sequence[float]) -> list[float]:
+    if len(vector) != config.dims:
+        raise ConfigurationError(
+            f"the embeddings returned vectors of {len(vector)} dimensions but the IndexConfig says "
+            f"dims={config.dims}. Fix: set 'dims' to the embedder's dimension."
+        )
+    return [float(x) for x in vector]
+
+
+def _write(
+    config: PlanConfig, puts: Iterable[tuple[int, PutOp]], existing: Mapping[str, Hit], now_us: int
+) -> Generator[Call, Any, None]:
+    deletes: list[str] = []
+    staged: list[tuple[PutOp, str, dict[str, Any], list[str]]] = []
+    for _, op in puts:
+        pid = point_id(op.namespace, op.key)
+        if op.value is None:
+            deletes.append(pid)
+            continue
+        value = json.loads(json.dumps(op.value, ensure_ascii=False))  # validated: a JSON object
+        staged.append((op, pid, value, _texts_for(config, op, value)))
+    if deletes:
+        yield Delete(tuple(deletes))
+    if not staged:
+        return
+    dense_of: dict[str, list[float]] = {}
+    if config.dims is not None:
+        unique = sorted({t for *_, texts in staged for t in texts})
+        if unique:
+            vectors: list[list[float]] = yield EmbedDocuments(tuple(unique))
+            if len(vectors) != len(unique):
+                raise ConfigurationError(
+                    f"the embeddings returned {len(vectors)} vectors for {len(unique)} texts"
+                )
+            dense_of = dict(zip(unique, (_checked(config, v) for v in vectors), strict=True))
+    points: list[PointData] = []
+    for op, pid, value, texts in staged:
+        ns = tuple(op.namespace)
+        old = existing.get(pid)
+        created_us = int(old.payload["created_us"]) if old is not None else now_us
+        ttl = float(op.ttl) if op.ttl is not None else None
+        sparse = config.encoder.encode_document("\n".join(texts)) if texts else None
+        dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
+        payload = {
+            "ns": ns_token(ns),
+            "ns_prefix": [ns_token(ns[:n]) for n in range(1, len(ns) + 1)],
+            "namespace": list(ns),
+            "key": op.key,
+            "value": value,
+            "created_us": created_us,
+            "updated_us": now_us,
+            "expires_us": now_us + _minutes_us(ttl) if ttl is not None else NEVER_US,
+            "ttl": ttl,
+            "indexed": int(bool(dense) if config.dims is not None else bool(sparse)),
+        }
+        points.append(PointData(pid, payload, dense, sparse if sparse else None))
+    yield Upsert(tuple(points))
+
+
+def _search(
+    config: PlanConfig, op: SearchOp, now_us: int, dense_query: list[float] | None
+) -> Generator[Call, Any, tuple[list[SearchItem], list[Hit]]]:
+    conditions = parse_filter(op.filter)
+    base = _live(now_us, op.namespace_prefix).and_(*_native(conditions))
+
+    def check(hit: Hit) -> bool:
+        value = hit.payload["value"]
+        return all(c.matches(value) for c in conditions)
+
+    limit, offset = max(op.limit, 0), max(op.offset, 0)
+    need = offset + limit
+    if not op.query:
+        hits, _ = yield from _fetch(lambda n: Query(base, OrderBy("updated_us"), n), need, check, _updated)
+        hits.sort(key=lambda h: (-_updated(h), *_tiebreak(h)))
+        window = hits[offset:need]
+        return [_search_item_of(h, None) for h in window], window
+
+    rank = _rank(config, op.query, dense_query)
+    scored: list[Hit] = []
+    exhausted = True
+    if rank is not None:
+        scored, exhausted = yield from _fetch(
+            lambda n: Query(base, _with_candidates(rank, n), n), need, check, _score
+        )
+        scored.sort(key=lambda h: (-_score(h), *_tiebreak(h)))
+    unscored: list[Hit] = []
+    if exhausted and len(scored) < need:
+        # Items that have no search vector (index=False, or no text) come after the scored ones,
+        # newest first, with score None — as LangGraph's InMemoryStore lists them.
+        rest, _ = yield from _fetch(
+            lambda n: Query(base.and_(Match("indexed", 0)), OrderBy("updated_us"), n),
+            need - len(scored),
+            check,
+            _updated,
+        )
+        rest.sort(key=lambda h: (-_updated(h), *_tiebreak(h)))
+        unscored = rest
+    ranked: list[tuple[Hit, float | None]] = [(h, h.score) for h in scored] + [(h, None) for h in unscored]
+    page = ranked[offset:need]
+    return [_search_item_of(h, s) for h, s in page], [h for h, _ in page]
+
+
+def _updated(hit: Hit) -> float:
+    return float(hit.payload["updated_us"])
+
+
+def _score(hit: Hit) -> float:
+    return hit.score if hit.score is not None else float("-inf")
+
+
+def _rank(config: PlanConfig, query: str, dense_query: list[float] | None) -> Nearest | Fused | None:
+    threshold = config.score_threshold
+    sparse = config.encoder.encode_query(query) if config.mode != "dense" or dense_query is None else None
+    lexical = Nearest(SPARSE, sparse, threshold if dense_query is None else None) if sparse else None
+    if dense_query is None:
+        return lexical
+    dense = Nearest(DENSE, [dense_query], threshold)
+    if config.mode == "dense" or lexical is None:
+        return dense
+    return Fused((dense, lexical), config.candidates, config.rrf_k)
+
+
+def _with_candidates(rank: Nearest | Fused, fetch: int) -> Nearest | Fused:
+    if isinstance(rank, Fused):
+        return Fused(rank.parts, max(rank.prefetch_limit, fetch), rank.k)
+    return rank
+
+
+def _list_namespaces(op: ListNamespacesOp, now_us: int) -> Generator[Call, Any, list[tuple[str, ...]]]:
+    prefix = _plain_prefix(op.match_conditions or ())
+    flt = _live(now_us, prefix)
+    limit = 10_000
+    while True:
+        values: list[str] = yield Facet("ns", flt, limit)
+        if len(values) < limit:
+            break
+        limit *= 4
+    return apply_list_namespaces((tuple(json.loads(v)) for v in values), op)
+
+
+def _plain_prefix(conditions: Iterable[MatchCondition]) -> tuple[str, ...]:
+    """The longest wildcard-free start of a prefix condition (to narrow the engine's facet)."""
+    for condition in conditions:
+        if condition.match_type == "prefix":
+            labels: list[str] = []
+            for label in condition.path:
+                if label == "*":
+                    break
+                labels.append(label)
+            return tuple(labels)
+    return ()
+
+
+def run_sweep(now: datetime, *, page: int = 1000) -> Generator[Call, Any, int]:
+    """The plan of ``sweep_ttl``: delete every expired point; returns how many."""
+    expired = Filter((Range("expires_us", lte=float(to_us(now))),))
+    removed = 0
+    while True:
+        ids: list[str] = yield ScrollIds(expired, page)
+        if ids:
+            yield Delete(tuple(ids))
+            removed += len(ids)
+        if len(ids) < page:
+            return removed

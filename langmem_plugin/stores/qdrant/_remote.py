@@ -1,0 +1,316 @@
+"""The remote engine: a Qdrant server or cluster through qdrant-client (or its local mode).
+
+Each engine-neutral call becomes one qdrant-client method name and its keyword
+arguments (:func:`_request`), then the sync client or the async client makes
+the same request: the only difference between the two paths is an ``await``.
+When no ``AsyncQdrantClient`` is given (qdrant-client's local mode cannot share
+one between a sync and an async client), the async path runs the sync client in
+the default executor.
+
+qdrant-client's local mode (``location=":memory:"`` or ``path=``) scans in
+Python — about a second per filtered search at 100k points — and ignores
+payload indexes and is not thread-safe (the engine serialises its calls); it is
+for experiments, not for load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables.config import run_in_executor
+from qdrant_client import AsyncQdrantClient, QdrantClient, models
+
+from langmem_plugin.errors import ConfigurationError, LangMemPluginError, StoreError
+from langmem_plugin.stores.qdrant._plan import (
+    DENSE,
+    SPARSE,
+    Delete,
+    EngineCall,
+    Facet,
+    Filter,
+    Fused,
+    Hit,
+    Match,
+    MatchAny,
+    Nearest,
+    OrderBy,
+    PointData,
+    Query,
+    Range,
+    Retrieve,
+    ScrollIds,
+    SetPayload,
+    Upsert,
+)
+
+__all__ = ["ClientEngine", "is_local"]
+
+
+def is_local(client: QdrantClient) -> bool:
+    """Whether ``client`` is qdrant-client's in-process local mode (not a server)."""
+    from qdrant_client.local.qdrant_local import QdrantLocal
+
+    return isinstance(getattr(client, "_client", None), QdrantLocal)
+
+
+def _condition(c: Match | MatchAny | Range) -> models.FieldCondition:
+    if isinstance(c, Match):
+        return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
+    if isinstance(c, MatchAny):
+        return models.FieldCondition(key=c.key, match=models.MatchAny(any=list(c.values)))
+    return models.FieldCondition(key=c.key, range=models.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte))
+
+
+def _filter(f: Filter) -> models.Filter | None:
+    return models.Filter(must=[_condition(c) for c in f.must]) if f.must else None
+
+
+def _query_vector(n: Nearest) -> Any:
+    if n.using == SPARSE:
+        assert not isinstance(n.vector, list)
+        return models.SparseVector(indices=list(n.vector.indices), values=list(n.vector.values))
+    return n.vector
+
+
+def _point(p: PointData) -> models.PointStruct:
+    vector: dict[str, Any] = {}
+    if p.dense:
+        vector[DENSE] = p.dense
+    if p.sparse is not None:
+        vector[SPARSE] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
+    return models.PointStruct(id=p.id, vector=vector, payload=p.payload)
+
+
+def _hits(response: models.QueryResponse, scored: bool) -> list[Hit]:
+    return [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in response.points]
+
+
+def _integer_range() -> models.IntegerIndexParams:
+    return models.IntegerIndexParams(
+        type=models.IntegerIndexType.INTEGER, lookup=False, range=True, enable_hnsw=False
+    )
+
+
+Request = tuple[str, dict[str, Any], Callable[[Any], Any]]
+
+
+class ClientEngine:
+    """One collection through qdrant-client.
+
+    Args:
+        client: the sync client (always needed: setup uses it).
+        aclient: an async client on the same server, for native async; None: the sync client in an executor.
+        collection: the collection's name (created with the store's layout when missing).
+        dims: the dense dimension (None: no dense vector).
+        owns: close the clients on :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        *,
+        aclient: AsyncQdrantClient | None,
+        collection: str,
+        dims: int | None,
+        owns: bool,
+    ) -> None:
+        self.client = client
+        self.aclient = aclient
+        self.collection = collection
+        self.dims = dims
+        self.owns = owns
+        self.local = is_local(client)
+        self._open = False
+        # Local mode is plain Python objects, not safe for concurrent use: one call at a time.
+        self._serial: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if self.local else contextlib.nullcontext()
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def open(self) -> None:
+        """Create the collection and its payload indexes when missing; check its layout when present."""
+        if self._open:
+            return
+        try:
+            exists = self.client.collection_exists(self.collection)
+            if exists:
+                self._check(self.client.get_collection(self.collection))
+            else:
+                self._create()
+        except LangMemPluginError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"could not set up the Qdrant collection {self.collection!r}: {exc}") from exc
+        self._open = True
+
+    def _create(self) -> None:
+        vectors: dict[str, models.VectorParams] = {}
+        if self.dims is not None:
+            vectors[DENSE] = models.VectorParams(
+                size=self.dims,
+                distance=models.Distance.COSINE,
+                multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
+            )
+        self.client.create_collection(
+            self.collection,
+            vectors_config=vectors,
+            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        )
+        if self.local:
+            return  # local mode ignores payload indexes (and warns)
+        schemas: list[tuple[str, Any]] = [
+            ("ns_prefix", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)),
+            ("ns", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False)),
+            ("updated_us", _integer_range()),
+            ("expires_us", _integer_range()),
+            (
+                "indexed",
+                models.IntegerIndexParams(
+                    type=models.IntegerIndexType.INTEGER, lookup=True, range=False, enable_hnsw=False
+                ),
+            ),
+        ]
+        for name, schema in schemas:
+            self.client.create_payload_index(self.collection, name, field_schema=schema, wait=True)
+
+    def _check(self, info: models.CollectionInfo) -> None:
+        vectors = info.config.params.vectors
+        params = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        size = params.size if params is not None else None
+        if size != self.dims:
+            raise ConfigurationError(
+                f"the Qdrant collection {self.collection!r} has dense dims={size!r} but the store is "
+                f"opened with dims={self.dims!r} (from the IndexConfig; None: no index). Fix: use the same "
+                "IndexConfig, or another collection name."
+            )
+
+    def _request(self, call: EngineCall) -> Request:
+        name = self.collection
+        if isinstance(call, Query):
+            return self._query(call)
+        if isinstance(call, Retrieve):
+            return (
+                "retrieve",
+                {"collection_name": name, "ids": list(call.ids), "with_payload": True, "with_vectors": False},
+                lambda records: [Hit(str(r.id), r.payload or {}) for r in records],
+            )
+        if isinstance(call, Upsert):
+            kwargs = {"collection_name": name, "points": [_point(p) for p in call.points], "wait": True}
+            return "upsert", kwargs, lambda _: None
+        if isinstance(call, Delete):
+            selector = models.PointIdsList(points=list(call.ids))
+            return (
+                "delete",
+                {"collection_name": name, "points_selector": selector, "wait": True},
+                lambda _: None,
+            )
+        if isinstance(call, SetPayload):
+            kwargs = {
+                "collection_name": name,
+                "payload": call.payload,
+                "points": list(call.ids),
+                "wait": True,
+            }
+            return "set_payload", kwargs, lambda _: None
+        if isinstance(call, ScrollIds):
+            kwargs = {
+                "collection_name": name,
+                "scroll_filter": _filter(call.filter),
+                "limit": call.limit,
+                "with_payload": False,
+                "with_vectors": False,
+            }
+            return "scroll", kwargs, lambda result: [str(r.id) for r in result[0]]
+        if isinstance(call, Facet):
+            kwargs = {
+                "collection_name": name,
+                "key": call.key,
+                "facet_filter": _filter(call.filter),
+                "limit": call.limit,
+                "exact": True,
+            }
+            return "facet", kwargs, lambda response: [str(h.value) for h in response.hits]
+        raise AssertionError(call)
+
+    def _query(self, call: Query) -> Request:
+        kwargs: dict[str, Any] = {
+            "collection_name": self.collection,
+            "limit": call.limit,
+            "with_payload": True,
+            "with_vectors": False,
+        }
+        flt = _filter(call.filter)
+        rank = call.rank
+        if isinstance(rank, OrderBy):
+            order = models.OrderBy(key=rank.key, direction=models.Direction.DESC)
+            kwargs.update(query=models.OrderByQuery(order_by=order), query_filter=flt)
+            return "query_points", kwargs, lambda r: _hits(r, scored=False)
+        if isinstance(rank, Nearest):
+            kwargs.update(
+                query=_query_vector(rank),
+                using=rank.using,
+                query_filter=flt,
+                score_threshold=rank.score_threshold,
+            )
+        else:
+            assert isinstance(rank, Fused)
+            kwargs.update(
+                prefetch=[
+                    models.Prefetch(
+                        query=_query_vector(n),
+                        using=n.using,
+                        filter=flt,
+                        limit=rank.prefetch_limit,
+                        score_threshold=n.score_threshold,
+                    )
+                    for n in rank.parts
+                ],
+                query=models.RrfQuery(rrf=models.Rrf(k=rank.k)),
+            )
+        return "query_points", kwargs, lambda r: _hits(r, scored=True)
+
+    def execute(self, call: EngineCall) -> Any:
+        """Carry out one call with the sync client (the place qdrant-client's errors are translated)."""
+        method, kwargs, post = self._request(call)
+        try:
+            with self._serial:
+                result = getattr(self.client, method)(**kwargs)
+        except Exception as exc:
+            raise StoreError(f"Qdrant failed on {method} ({self.collection!r}): {exc}") from exc
+        return post(result)
+
+    async def aexecute(self, call: EngineCall) -> Any:
+        """Carry out one call with the async client, or the sync one in an executor."""
+        if self.aclient is None:
+            return await run_in_executor(None, self.execute, call)
+        method, kwargs, post = self._request(call)
+        try:
+            result = await getattr(self.aclient, method)(**kwargs)
+        except Exception as exc:
+            raise StoreError(f"Qdrant failed on {method} ({self.collection!r}): {exc}") from exc
+        return post(result)
+
+    def count(self) -> int:
+        """How many points the collection holds (expired ones included until swept)."""
+        return int(self.client.count(self.collection, exact=True).count)
+
+    def optimize(self) -> bool:
+        """A server optimizes on its own; nothing to do."""
+        return False
+
+    def close(self) -> None:
+        """Close the clients the store created (idempotent)."""
+        self._open = False
+        if self.owns:
+            self.client.close()
+
+    async def aclose(self) -> None:
+        self.close()
+        if self.owns and self.aclient is not None:
+            await self.aclient.close()

@@ -1,0 +1,377 @@
+"""QdrantStore: LangGraph's BaseStore on Qdrant — embedded by default, a server or cluster by URL."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypedDict, cast
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base.embed import ensure_embeddings
+
+from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
+from langmem_plugin.core.lexical import BM25Encoder
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores.qdrant._edge import EdgeEngine
+from langmem_plugin.stores.qdrant._plan import (
+    Call,
+    EmbedDocuments,
+    EmbedQueries,
+    PlanConfig,
+    SearchMode,
+    run_batch,
+    run_sweep,
+)
+from langmem_plugin.stores.qdrant._remote import ClientEngine
+
+__all__ = ["QdrantSearchConfig", "QdrantStore"]
+
+_MODES = ("hybrid", "dense", "lexical")
+
+
+class QdrantSearchConfig(TypedDict, total=False):
+    """How ``search(query=...)`` ranks."""
+
+    mode: SearchMode
+    """``"hybrid"`` (default): dense and BM25 results fused by the engine with reciprocal rank fusion;
+    ``"dense"``: the embeddings only; ``"lexical"``: BM25 only. A store without an IndexConfig is always
+    lexical."""
+    score_threshold: float | None
+    """Leave out results scoring below this: cosine similarity in dense mode and for the dense half of
+    hybrid (the BM25 half then still needs a shared word), BM25 score in lexical mode."""
+    candidates: int
+    """Hybrid search fuses the best ``candidates`` (default 100) of each half; pages beyond that may shift."""
+    rrf_k: int
+    """The k of reciprocal rank fusion, ``1 / (k + rank)`` (default 60)."""
+
+
+Engine = EdgeEngine | ClientEngine
+
+
+def _embeddings_of(embed: Any) -> Embeddings:
+    """IndexConfig's ``embed``: an Embeddings, a sync or async function, a "provider:model" string."""
+    if inspect.iscoroutinefunction(embed):
+        return ensure_embeddings(embed)  # LangGraph's wrapper: native async, sync via a loop
+    return resolve_embeddings(embed)
+
+
+class QdrantStore(BaseStore):
+    """A LangGraph ``BaseStore`` on Qdrant, with hybrid (dense + BM25) search, filters, TTL and export.
+
+    Where the data lives — give exactly one of:
+
+    - ``path``: Qdrant's embedded engine (Qdrant Edge) in this process, durable in
+      that directory; one process at a time (a second opener gets
+      :class:`~langmem_plugin.errors.StoreLockedError`);
+    - ``url`` (and ``api_key``): a Qdrant server or cluster, with native async;
+    - ``client`` (and optionally ``aclient``): your own ``QdrantClient`` /
+      ``AsyncQdrantClient``;
+    - ``location=":memory:"``: qdrant-client's in-process local mode, for quick
+      experiments only (it scans in Python: ≈ 1 s per filtered search at 100k items).
+
+    Search: with an ``index`` (LangGraph's ``IndexConfig``: ``dims``, ``embed`` as an
+    ``Embeddings``, a function or a ``"provider:model"`` string — default the offline
+    MiniLM — and ``fields``) a query is answered by hybrid search; without one, by
+    BM25 over the values' words. Items put with ``index=False`` (or without text at
+    the fields) have no vector: a query lists them after the scored items, with
+    ``score=None``, newest first. Filters support ``$eq $ne $gt $gte $lt $lte $in $nin
+    $exists`` on keys and dot paths (see ``STORE-CONTRACT.md``).
+
+    Differences from LangGraph's InMemoryStore, on purpose: ``created_at`` is kept when
+    an item is updated; a namespace exists only while it holds an item; a search
+    without a query lists newest ``updated_at`` first (ties by namespace, key); values
+    must be JSON objects of at most 1 MiB; expired items are never returned.
+
+    The constructor does no I/O: the store opens on :meth:`setup` or on first use.
+
+    >>> from langmem_plugin.testing import FakeEmbeddings
+    >>> with QdrantStore(location=":memory:", index={"dims": 64, "embed": FakeEmbeddings(64)}) as store:
+    ...     store.put(("users", "u1"), "tea", {"text": "I drink green tea every morning"})
+    ...     store.put(("users", "u1"), "tax", {"text": "The tax deadline is in April"})
+    ...     [item.key for item in store.search(("users",), query="green tea", limit=1)]
+    ['tea']
+
+    Args:
+        path: directory of the embedded store (created when missing).
+        url: URL of a Qdrant server or cluster.
+        api_key: its API key.
+        client: a ``QdrantClient`` to use (not closed by the store).
+        aclient: an ``AsyncQdrantClient`` on the same server, for native async (with ``client``).
+        location: ``":memory:"`` for qdrant-client's local mode.
+        collection: the collection's name on a server (default ``"langmem"``).
+        index: LangGraph's ``IndexConfig``; None: no embeddings, lexical search only.
+        ttl: LangGraph's ``TTLConfig`` (``default_ttl``, ``refresh_on_read``, ``sweep_interval_minutes``;
+            the sweeper starts with the store).
+        search: how queries rank (:class:`QdrantSearchConfig`).
+        clock: the time source (tests pass a fake one); default: UTC now.
+        durable: embedded only: fsync after every write batch (every write is in the WAL anyway).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        aclient: Any = None,
+        location: str | None = None,
+        collection: str = "langmem",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        search: QdrantSearchConfig | None = None,
+        clock: Clock | None = None,
+        durable: bool = False,
+    ) -> None:
+        given = [
+            name
+            for name, v in (("path", path), ("url", url), ("client", client), ("location", location))
+            if v
+        ]
+        if len(given) != 1:
+            raise ConfigurationError(
+                f"QdrantStore needs exactly one of path=, url=, client= or location=, got {given or 'none'}. "
+                "Fix: QdrantStore(path='./memory') for the embedded engine, or url='http://localhost:6333'."
+            )
+        self.index_config = dict(index) if index else None
+        self.ttl_config = ttl
+        self._embeddings: Embeddings | None = None
+        dims: int | None = None
+        fields: tuple[str, ...] | None = None
+        if index:
+            self._embeddings = _embeddings_of(index.get("embed"))
+            raw_dims = index.get("dims")
+            dims = int(raw_dims) if raw_dims else embedding_dims(self._embeddings)
+            raw_fields = index.get("fields")
+            fields = tuple(raw_fields) if raw_fields else None
+        search = search or {}
+        mode = search.get("mode", "hybrid")
+        if mode not in _MODES:
+            raise ConfigurationError(f"search mode {mode!r} is not one of {', '.join(_MODES)}")
+        self._config = PlanConfig(
+            dims=dims,
+            fields=fields,
+            mode=mode,
+            score_threshold=search.get("score_threshold"),
+            candidates=int(search.get("candidates", 100)),
+            rrf_k=int(search.get("rrf_k", 60)),
+            ttl=TTLSettings.from_config(ttl),
+            encoder=BM25Encoder(),
+        )
+        self._clock: Clock = clock or utc_clock
+        self._engine: Engine
+        if path:
+            self._engine = EdgeEngine(Path(path), dims=dims, durable=durable)
+        else:
+            from qdrant_client import AsyncQdrantClient, QdrantClient
+
+            owns = client is None
+            if url:
+                client = QdrantClient(url=url, api_key=api_key)
+                aclient = AsyncQdrantClient(url=url, api_key=api_key)
+            elif location:
+                client = QdrantClient(location=location)
+            self._engine = ClientEngine(client, aclient=aclient, collection=collection, dims=dims, owns=owns)
+        self._sweeper = (
+            TTLSweeper(self.sweep_ttl, self._config.ttl.sweep_interval_minutes)
+            if self._config.ttl.sweep_interval_minutes
+            else None
+        )
+        self._setup_lock = threading.Lock()
+        self._owner = True
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def setup(self) -> None:
+        """Open the engine (create the store when new) and start the TTL sweeper if configured.
+
+        Idempotent; every operation calls it, so calling it yourself only moves
+        the I/O (and a :class:`~langmem_plugin.errors.StoreLockedError`) earlier.
+        """
+        if self._engine.is_open:
+            return
+        with self._setup_lock:
+            if not self._engine.is_open:
+                self._engine.open()
+                if self._sweeper is not None and self._owner:
+                    self._sweeper.start()
+
+    async def asetup(self) -> None:
+        """:meth:`setup`, from async code."""
+        if not self._engine.is_open:
+            await asyncio.get_running_loop().run_in_executor(None, self.setup)
+
+    def close(self) -> None:
+        """Stop the sweeper and close the engine (the embedded engine flushes and unlocks)."""
+        if not self._owner:
+            return
+        if self._sweeper is not None:
+            self._sweeper.stop()
+        self._engine.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, from async code (also closes an async client the store created)."""
+        if not self._owner:
+            return
+        if self._sweeper is not None:
+            self._sweeper.stop()
+        if isinstance(self._engine, ClientEngine):
+            await self._engine.aclose()
+        else:
+            self._engine.close()
+
+    def __enter__(self) -> QdrantStore:
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> QdrantStore:
+        await self.asetup()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def with_search(self, **search: Any) -> QdrantStore:
+        """A view of this store (same data, same engine) whose queries rank differently.
+
+        >>> from langmem_plugin.testing import FakeEmbeddings
+        >>> store = QdrantStore(location=":memory:", index={"dims": 32, "embed": FakeEmbeddings(32)})
+        >>> lexical = store.with_search(mode="lexical", score_threshold=0.1)
+        >>> store.put(("docs",), "a", {"text": "green tea"})
+        >>> [i.key for i in lexical.search(("docs",), query="tea")], lexical.search(("docs",), query="tax")
+        (['a'], [])
+        >>> store.close()
+
+        Args:
+            **search: keys of :class:`QdrantSearchConfig`.
+        """
+        unknown = set(search) - set(QdrantSearchConfig.__annotations__)
+        if unknown:
+            known = sorted(QdrantSearchConfig.__annotations__)
+            raise ConfigurationError(f"unknown search option(s) {sorted(unknown)}; use {known}")
+        mode = search.get("mode", self._config.mode)
+        if mode not in _MODES:
+            raise ConfigurationError(f"search mode {mode!r} is not one of {', '.join(_MODES)}")
+        view = copy.copy(self)
+        view._config = PlanConfig(
+            dims=self._config.dims,
+            fields=self._config.fields,
+            mode=mode,
+            score_threshold=search.get("score_threshold", self._config.score_threshold),
+            candidates=int(search.get("candidates", self._config.candidates)),
+            rrf_k=int(search.get("rrf_k", self._config.rrf_k)),
+            ttl=self._config.ttl,
+            encoder=self._config.encoder,
+        )
+        view._owner = False
+        return view
+
+    # ------------------------------------------------------------------ the BaseStore contract
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ops in one plan: results in op order, reads before writes."""
+        self.setup()
+        return cast(list[Result], self._drive(run_batch(self._config, list(ops), self._clock())))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` with native async I/O."""
+        await self.asetup()
+        return cast(list[Result], await self._adrive(run_batch(self._config, list(ops), self._clock())))
+
+    # ------------------------------------------------------------------ TTL and maintenance
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; returns how many."""
+        self.setup()
+        return cast(int, self._drive(run_sweep(self._clock())))
+
+    async def asweep_ttl(self) -> int:
+        """:meth:`sweep_ttl`, from async code."""
+        await self.asetup()
+        return cast(int, await self._adrive(run_sweep(self._clock())))
+
+    def start_ttl_sweeper(self) -> None:
+        """Start the background sweeper (needs ``ttl={"sweep_interval_minutes": ...}``)."""
+        if self._sweeper is None:
+            raise ConfigurationError(
+                "this store has no sweep interval. Fix: QdrantStore(..., ttl={'sweep_interval_minutes': 5})."
+            )
+        self._sweeper.start()
+
+    def stop_ttl_sweeper(self) -> None:
+        """Stop the background sweeper (no-op when not running)."""
+        if self._sweeper is not None:
+            self._sweeper.stop()
+
+    def optimize(self) -> bool:
+        """Embedded engine: build the HNSW and payload indexes of recent writes now (blocking).
+
+        Until then, new points are searched exactly (fine up to tens of
+        thousands per namespace). A server optimizes on its own: no-op there.
+        """
+        self.setup()
+        return self._engine.optimize()
+
+    def count(self) -> int:
+        """How many items the store holds (expired, unswept ones included)."""
+        self.setup()
+        return self._engine.count()
+
+    # ------------------------------------------------------------------ the two I/O paths
+
+    def _drive(self, plan: Any) -> Any:
+        try:
+            call = next(plan)
+            while True:
+                call = plan.send(self._do(call))
+        except StopIteration as done:
+            return done.value
+
+    async def _adrive(self, plan: Any) -> Any:
+        try:
+            call = next(plan)
+            while True:
+                call = plan.send(await self._ado(call))
+        except StopIteration as done:
+            return done.value
+
+    def _do(self, call: Call) -> Any:
+        if isinstance(call, EmbedDocuments):
+            return self._embedder().embed_documents(list(call.texts))
+        if isinstance(call, EmbedQueries):
+            return [self._embedder().embed_query(text) for text in call.texts]
+        return self._engine.execute(call)
+
+    async def _ado(self, call: Call) -> Any:
+        if isinstance(call, EmbedDocuments):
+            return await self._embedder().aembed_documents(list(call.texts))
+        if isinstance(call, EmbedQueries):
+            return list(await asyncio.gather(*(self._embedder().aembed_query(t) for t in call.texts)))
+        return await self._engine.aexecute(call)
+
+    def _embedder(self) -> Embeddings:
+        assert self._embeddings is not None  # the plan embeds only when an index is configured
+        return self._embeddings
+
+    def __repr__(self) -> str:
+        where = (
+            f"path={str(self._engine.path)!r}"
+            if isinstance(self._engine, EdgeEngine)
+            else f"collection={self._engine.collection!r}"
+        )
+        return f"QdrantStore({where}, dims={self._config.dims}, mode={self._config.mode!r})"

@@ -1,0 +1,410 @@
+"""QdrantStore beyond the shared contract: engines, persistence, locking, search modes, TTL, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.base import GetOp, PutOp, SearchOp
+
+from langmem_plugin.core.embeddings import MiniLMEmbeddings
+from langmem_plugin.errors import (
+    ConfigurationError,
+    InvalidFilterError,
+    InvalidNamespaceError,
+    InvalidValueError,
+    StoreLockedError,
+)
+from langmem_plugin.stores.qdrant import QdrantStore
+from langmem_plugin.testing import FakeEmbeddings
+from tests.store_contract import FakeClock
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def fake_index(fields: list[str] | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"dims": 64, "embed": FakeEmbeddings(64)}
+    if fields is not None:
+        config["fields"] = fields
+    return config
+
+
+def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        check=False,
+    )
+
+
+# ---------------------------------------------------------------------- construction
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"path": "x", "location": ":memory:"}, {"url": "http://localhost:6333", "location": ":memory:"}],
+    ids=["none", "path+location", "url+location"],
+)
+def test_exactly_one_place_is_required(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError, match="exactly one of"):
+        QdrantStore(**kwargs)
+
+
+def test_constructor_does_no_io(tmp_path: Path) -> None:
+    QdrantStore(tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
+def test_unknown_search_mode_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="lexical"):
+        QdrantStore(location=":memory:", search={"mode": "fuzzy"})  # type: ignore[typeddict-item]
+    with pytest.raises(ConfigurationError, match="unknown search option"):
+        QdrantStore(location=":memory:").with_search(fuzzy=True)
+
+
+def test_reopening_with_other_dims_is_a_configuration_error(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s", index=fake_index()) as store:
+        store.put(("a",), "k", {"text": "x"})
+    with pytest.raises(ConfigurationError, match="dims=64"):
+        QdrantStore(tmp_path / "s").setup()
+    with QdrantStore(tmp_path / "s", index=fake_index()) as store:  # the failed open left it intact
+        assert store.get(("a",), "k") is not None
+
+
+def test_json_types_round_trip(tmp_path: Path) -> None:
+    value = {"f": 1.0, "i": 1, "big": 2**60, "neg": -3, "t": True, "n": None, "e": {}, "l": [], "s": "ü"}
+    with QdrantStore(tmp_path / "s") as store:
+        store.put(("a",), "k", value)
+        item = store.get(("a",), "k")
+    assert item is not None
+    assert item.value == value
+    assert [type(item.value[k]) for k in value] == [type(v) for v in value.values()]
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("engine", ["embedded", "memory"])
+def test_a_bad_op_fails_the_whole_batch_before_anything_is_written(tmp_path: Path, engine: str) -> None:
+    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(location=":memory:")
+    with store:
+        bad_batches: list[tuple[list[Any], type[Exception]]] = [
+            ([PutOp(("a",), "good", {"v": 1}), PutOp(("a",), "bad", {"v": object()})], InvalidValueError),
+            ([PutOp(("a",), "good", {"v": 1}), PutOp(("a", "b.c"), "k", {"v": 1})], InvalidNamespaceError),
+            ([PutOp(("a",), "good", {"v": 1}), SearchOp(("a",), {"v": {"$regex": "x"}})], InvalidFilterError),
+            (
+                [PutOp(("a",), "good", {"v": 1}), PutOp(("a",), "big", {"b": "x" * 2_000_000})],
+                InvalidValueError,
+            ),
+            ([PutOp(("a",), "good", {"v": 1}, ttl=-5)], InvalidValueError),
+        ]
+        for ops, error in bad_batches:
+            with pytest.raises(error):
+                store.batch(ops)
+        assert store.search(()) == []
+        assert store.list_namespaces() == []
+        assert store.count() == 0
+
+
+def test_unknown_operator_error_names_the_operator_and_the_supported_ones() -> None:
+    with QdrantStore(location=":memory:") as store, pytest.raises(InvalidFilterError) as info:
+        store.search(("a",), filter={"n": {"$regex": "x"}})
+    assert "$regex" in str(info.value)
+    assert "$exists" in str(info.value)
+
+
+# ---------------------------------------------------------------------- persistence and locking
+
+WRITER = """
+import sys
+from datetime import UTC, datetime
+from langmem_plugin.stores.qdrant import QdrantStore
+from langmem_plugin.testing import FakeEmbeddings
+from tests.store_contract import FakeClock
+
+clock = FakeClock(datetime(2025, 3, 1, tzinfo=UTC))
+index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+with QdrantStore(sys.argv[1], index=index, clock=clock) as store:
+    for i in range(50):
+        store.put(("users", f"u{i % 5}"), f"k{i}", {"text": f"memory number {i} about tea", "i": i})
+    clock.advance(minutes=1)
+    store.put(("users", "u0"), "k0", {"text": "updated green tea", "i": 0})
+    store.put(("ttl",), "short", {"text": "soon gone"}, ttl=30)
+    store.delete(("users", "u1"), "k1")
+print("written")
+"""
+
+
+def test_everything_is_there_after_reopening_in_a_new_process(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    done = run_python(WRITER, str(path))
+    assert done.returncode == 0, done.stderr
+    clock = FakeClock(datetime(2025, 3, 1, 0, 10, tzinfo=UTC))
+    with QdrantStore(path, index=fake_index(["text"]), clock=clock) as store:
+        assert len(store.search(("users",), limit=100)) == 49
+        assert store.get(("users", "u1"), "k1") is None
+        item = store.get(("users", "u0"), "k0")
+        assert item is not None
+        assert item.value == {"text": "updated green tea", "i": 0}
+        assert item.created_at == datetime(2025, 3, 1, tzinfo=UTC)
+        assert item.updated_at == datetime(2025, 3, 1, 0, 1, tzinfo=UTC)
+        assert store.search(("users",), query="green tea", limit=1)[0].key == "k0"
+        assert store.list_namespaces(max_depth=1) == [("ttl",), ("users",)]
+        assert store.get(("ttl",), "short", refresh_ttl=False) is not None
+        clock.advance(minutes=30)
+        assert store.get(("ttl",), "short") is None  # its TTL survived the restart
+        assert store.sweep_ttl() == 1
+
+
+HOLDER = """
+import sys
+from langmem_plugin.stores.qdrant import QdrantStore
+
+with QdrantStore(sys.argv[1]) as store:
+    store.put(("a",), "first", {"v": 1})
+    print("ready", flush=True)
+    sys.stdin.readline()  # the test opens the same path meanwhile
+    store.put(("a",), "second", {"v": 2})
+    assert store.get(("a",), "first").value == {"v": 1}
+    assert store.get(("a",), "second").value == {"v": 2}
+    print("still working", flush=True)
+"""
+
+
+def test_a_second_process_gets_our_error_and_the_first_keeps_working(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLDER), str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdin is not None
+        assert holder.stdout.readline().strip() == "ready"
+        second = run_python(
+            """
+            import sys
+            from langmem_plugin.errors import StoreLockedError
+            from langmem_plugin.stores.qdrant import QdrantStore
+            try:
+                QdrantStore(sys.argv[1]).setup()
+            except StoreLockedError as exc:
+                print("locked:", exc)
+            """,
+            str(path),
+        )
+        assert "locked:" in second.stdout, second.stderr
+        assert "pid" in second.stdout
+        with pytest.raises(StoreLockedError, match="open elsewhere"):  # and in this process too
+            QdrantStore(path).get(("a",), "first")
+        out, err = holder.communicate("go\n", timeout=60)
+        assert holder.returncode == 0, err
+        assert "still working" in out
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    with QdrantStore(path) as store:  # released at exit: opens, with both writes
+        assert {i.key for i in store.search(("a",))} == {"first", "second"}
+
+
+def test_a_second_store_object_in_one_process_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    first = QdrantStore(tmp_path / "s")
+    first.put(("a",), "k", {"v": 1})
+    with pytest.raises(StoreLockedError):
+        QdrantStore(tmp_path / "s").setup()
+    first.put(("a",), "j", {"v": 2})  # the first is unharmed
+    first.close()
+    with QdrantStore(tmp_path / "s") as second:
+        assert len(second.search(("a",))) == 2
+
+
+async def test_async_context_manager_and_close_twice(tmp_path: Path) -> None:
+    async with QdrantStore(tmp_path / "s") as store:
+        await store.aput(("a",), "k", {"v": 1})
+        assert (await store.aget(("a",), "k")) is not None
+    store.close()
+    reopened = QdrantStore(tmp_path / "s")
+    assert (await reopened.aget(("a",), "k")) is not None
+    await reopened.aclose()
+
+
+# ---------------------------------------------------------------------- search modes
+
+
+@pytest.fixture(scope="module")
+def semantic_docs() -> dict[str, str]:
+    return {
+        "cat": "My cat Luna sleeps on the windowsill all afternoon",
+        "hike": "We went hiking in the Alps last summer",
+        "code": "Error XJ-4471 appears when the build cache is stale",
+        "tea": "I drink green tea every morning before work",
+        "tax": "The quarterly tax filing deadline is in April",
+    }
+
+
+@pytest.fixture(params=["embedded", "memory"])
+def minilm_store(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: MiniLMEmbeddings, semantic_docs: dict[str, str]
+) -> Any:
+    index = {"dims": 384, "embed": minilm, "fields": ["text"]}
+    store = (
+        QdrantStore(tmp_path / "s", index=index)  # type: ignore[arg-type]
+        if request.param == "embedded"
+        else QdrantStore(location=":memory:", index=index)  # type: ignore[arg-type]
+    )
+    store.batch([PutOp(("docs",), key, {"text": text}) for key, text in semantic_docs.items()])
+    yield store
+    store.close()
+
+
+def test_dense_finds_paraphrases_and_lexical_finds_rare_tokens(minilm_store: QdrantStore) -> None:
+    dense = minilm_store.with_search(mode="dense")
+    lexical = minilm_store.with_search(mode="lexical")
+    assert dense.search(("docs",), query="my kitten naps by the window", limit=1)[0].key == "cat"
+    assert lexical.search(("docs",), query="my kitten naps by the window") == []  # no shared word
+    assert lexical.search(("docs",), query="XJ-4471", limit=1)[0].key == "code"
+    hybrid = minilm_store.search(("docs",), query="XJ-4471 build failure", limit=5)
+    assert hybrid[0].key == "code"
+    assert hybrid[0].score is not None
+    assert hybrid[0].score < 0.1  # a fused RRF score, not a cosine
+    assert minilm_store.search(("docs",), query="my kitten naps by the window", limit=1)[0].key == "cat"
+
+
+def test_score_threshold_drops_weak_matches(minilm_store: QdrantStore) -> None:
+    loose = minilm_store.with_search(mode="dense")
+    strict = minilm_store.with_search(mode="dense", score_threshold=0.5)
+    everything = loose.search(("docs",), query="green tea in the morning", limit=10)
+    kept = strict.search(("docs",), query="green tea in the morning", limit=10)
+    assert len(everything) == 5
+    assert [r.key for r in kept] == ["tea"]
+    assert all(r.score is not None and r.score >= 0.5 for r in kept)
+
+
+@pytest.mark.parametrize("engine", ["embedded", "memory"])
+def test_lexical_search_without_an_index(tmp_path: Path, engine: str, semantic_docs: dict[str, str]) -> None:
+    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(location=":memory:")
+    with store:
+        for key, text in semantic_docs.items():
+            store.put(("docs",), key, {"text": text, "kind": "note"})
+        store.put(("docs",), "silent", {"text": "green tea"}, index=False)
+        results = store.search(("docs",), query="the tea deadline", limit=10)
+        assert {r.key for r in results[:2]} == {"tea", "tax"}
+        assert all(r.score is not None for r in results[:2])
+        assert results[-1].key == "silent"
+        assert results[-1].score is None  # not indexed: after the scored ones, unscored
+        # JSON keys are not words: "kind" and "text" match nothing
+        assert [r.key for r in store.search(("docs",), query="kind text", limit=10)] == ["silent"]
+
+
+# ---------------------------------------------------------------------- TTL
+
+
+def test_the_sweeper_thread_deletes_expired_items(tmp_path: Path) -> None:
+    clock = FakeClock()
+    ttl = {"default_ttl": 1, "sweep_interval_minutes": 0.002}  # every 0.12 s
+    with QdrantStore(tmp_path / "s", ttl=ttl, clock=clock) as store:  # type: ignore[arg-type]
+        store.put(("t",), "a", {"v": 1})
+        store.put(("t",), "b", {"v": 2}, ttl=None)
+        clock.advance(minutes=2)
+        deadline = time.monotonic() + 10
+        while store.count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.count() == 1
+        store.stop_ttl_sweeper()
+        store.put(("t",), "c", {"v": 3})
+        clock.advance(minutes=2)
+        time.sleep(0.3)
+        assert store.count() == 2  # stopped: nothing swept, but expired items are still hidden
+        assert store.get(("t",), "c") is None
+        store.start_ttl_sweeper()
+        deadline = time.monotonic() + 10
+        while store.count() > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.count() == 1
+
+
+def test_start_sweeper_without_interval_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="sweep_interval_minutes"):
+        QdrantStore(location=":memory:").start_ttl_sweeper()
+
+
+def test_put_ttl_and_read_refresh_use_the_items_own_ttl(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with QdrantStore(tmp_path / "s", ttl={"default_ttl": 60}, clock=clock) as store:
+        store.put(("t",), "short", {"v": 1}, ttl=5)
+        store.put(("t",), "long", {"v": 2})
+        clock.advance(minutes=4)
+        assert len(store.search(("t",))) == 2  # refreshes both, each by its own TTL
+        clock.advance(minutes=8)
+        assert store.get(("t",), "short") is None
+        assert store.get(("t",), "long") is not None
+        assert store.batch([GetOp(("t",), "long", refresh_ttl=False)])[0] is not None
+
+
+# ---------------------------------------------------------------------- concurrency
+
+
+def test_threads_and_tasks_mixing_reads_and_writes(tmp_path: Path) -> None:
+    import threading
+
+    with QdrantStore(tmp_path / "s", index=fake_index()) as store:
+        errors: list[BaseException] = []
+
+        def worker(w: int) -> None:
+            try:
+                for i in range(30):
+                    store.put(("c", str(w)), f"k{i}", {"text": f"worker {w} item {i}"})
+                    store.search(("c",), query=f"worker {w}", limit=3)
+                    store.list_namespaces(prefix=("c",))
+            except BaseException as exc:  # collected for the assertion below
+                errors.append(exc)
+
+        async def tasks() -> None:
+            async def one(w: int) -> None:
+                for i in range(30):
+                    await store.aput(("c", f"a{w}"), f"k{i}", {"text": f"task {w} item {i}"})
+                    await store.asearch(("c",), query=f"task {w}", limit=3)
+
+            await asyncio.gather(*(one(w) for w in range(4)))
+
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        asyncio.run(tasks())
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(store.search(("c",), limit=1000)) == 240
+        assert len(store.list_namespaces(prefix=("c",))) == 8
+
+
+def test_timestamps_are_exact_microseconds(tmp_path: Path) -> None:
+    moment = datetime(2024, 2, 29, 23, 59, 59, 999_999, tzinfo=UTC)
+    with QdrantStore(tmp_path / "s", clock=lambda: moment) as store:
+        store.put(("a",), "k", {"v": 1})
+        item = store.get(("a",), "k")
+    assert item is not None
+    assert item.created_at == moment
+    assert item.updated_at - moment == timedelta(0)
+
+
+def test_store_json_records_format_and_dims(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s", index=fake_index()) as store:
+        store.put(("a",), "k", {"text": "x"})
+    assert json.loads((tmp_path / "s" / "store.json").read_text()) == {"format": 1, "dims": 64}
