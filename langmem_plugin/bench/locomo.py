@@ -304,7 +304,7 @@ class LocomoResult:
         """Recall per category and overall (@5 / @10 / @25), tokens at k, latency."""
         headers = [
             "variant",
-            *(f"{n} {c}" for c, n in CATEGORIES.items()),
+            *(f"{c} {n}" for c, n in CATEGORIES.items()),
             "overall",
             "tokens @5/@10/@25",
             "p50 ms",
