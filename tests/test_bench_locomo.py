@@ -53,6 +53,8 @@ SAMPLES: list[dict[str, Any]] = [
                 _turn("Ann", "D2:1", "My marathon training in Boston is going well."),
                 _turn("Bo", "D2:2", "Great! Biscuit chewed my violin case yesterday."),
                 _turn("Ann", "D2:3", "Oh no. Is the violin okay?"),
+                _turn("Bo", "D2:4", "Bye!"),
+                _turn("Ann", "D2:5", "Bye!"),  # a repeated text in one conversation
             ],
         },
         "qa": [
@@ -108,7 +110,7 @@ def test_parse_evidence_splits_and_normalises() -> None:
 def test_load_parses_turns_sessions_questions(data: Path) -> None:
     a, b = load_locomo(data)
     assert a.sample_id == "conv-a"
-    assert [t.dia_id for t in a.turns] == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3"]
+    assert [t.dia_id for t in a.turns] == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D2:4", "D2:5"]
     assert a.turns[4].session == 2
     assert a.turns[4].date == "10:37 am on 27 June, 2023"
     assert a.turns[3].line == "Bo: Look at this. [shares a photo of a sunset over a lake]"
@@ -134,7 +136,7 @@ def test_turn_value_is_a_memory_record_with_context_and_date(data: Path) -> None
 def test_conversation_text_has_every_turn_and_session_date(data: Path) -> None:
     conv = load_locomo(data)[0]
     text = conversation_text(conv)
-    assert text.count("\n") == len(conv.turns) + 2 - 1
+    assert text.count("\n") == len(conv.turns) + 2 - 1  # two session lines
     assert "Session 2 (10:37 am on 27 June, 2023)" in text
     assert "Ann: Oh no. Is the violin okay?" in text
 
@@ -160,7 +162,7 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     result = run_locomo_bench(
         data, variants=("bm25-turns", "bm25", "inmemory", "qdrant"), embeddings=FakeEmbeddings(64)
     )
-    assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 9)
+    assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 11)
     convs = load_locomo(data)
     expected_full = sum(count_tokens(conversation_text(c), model="gpt-4") for c in convs) / 2
     assert result.full_tokens == pytest.approx(expected_full)
@@ -183,7 +185,7 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     only = count_tokens(injected_text([lisbon]), model="gpt-4")
     assert [lexical.tokens[k][5] for k in KS] == [only, only, only]
 
-    # hybrid returns every turn at k=25 (9 turns in all); tokens grow with k
+    # hybrid returns every turn at k=25 (at most 9 per conversation); tokens grow with k
     hybrid = result.variants[2]
     assert hybrid.mean_tokens(5) <= hybrid.mean_tokens(10) <= hybrid.mean_tokens(25)
     assert hybrid.recall[25] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
@@ -194,7 +196,7 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     assert "InMemoryStore + HybridRetriever (recipe)" in table
     assert "56.7 / 66.2 / 76.7" in table
     assert "1 multi-hop" in table
-    assert "2 conversations, 9 turns, 6 questions (1 without parseable evidence skipped)" in result.summary()
+    assert "2 conversations, 11 turns, 6 questions (1 without parseable evidence skipped)" in result.summary()
 
 
 def test_unknown_variant_is_a_typed_error(data: Path) -> None:
@@ -211,4 +213,4 @@ def test_cli_runs_the_benchmark(data: Path, capsys: pytest.CaptureFixture[str]) 
     assert "LoCoMo retrieval benchmark" in out
     assert "BM25 only (turn text)" in out
     assert "dense only (MiniLM, query as is)" in out
-    assert "1 conversations, 7 turns, 5 questions" in out
+    assert "1 conversations, 9 turns, 5 questions" in out

@@ -383,6 +383,26 @@ def _searchers(
             raise ConfigurationError(f"unknown variant {name!r}; use some of {', '.join(VARIANTS)}")
 
 
+def _distinct_text_batches(ops: Sequence[PutOp]) -> Iterator[list[PutOp]]:
+    """``ops`` cut into batches whose contents are distinct.
+
+    LangGraph's InMemoryStore (langgraph 1.0) fails a batch in which two items have the
+    same text ("Number of embeddings ... does not match number of indices"); LoCoMo repeats
+    short turns ("Bye!") within a conversation.
+    """
+    batch: list[PutOp] = []
+    seen: set[str] = set()
+    for op in ops:
+        text = str((op.value or {}).get("content"))
+        if text in seen:
+            yield batch
+            batch, seen = [], set()
+        batch.append(op)
+        seen.add(text)
+    if batch:
+        yield batch
+
+
 def run_locomo_bench(
     data: str | Path,
     *,
@@ -423,7 +443,8 @@ def run_locomo_bench(
                 for i, t in enumerate(conv.turns)
             ]
             for store in stores:
-                store.batch(ops)
+                for batch in _distinct_text_batches(ops):
+                    store.batch(batch)
             say(f"stored {conv.sample_id}: {len(ops)} turns")
         load_seconds = time.perf_counter() - start
         embeddings.embed_query("warm-up")
