@@ -43,7 +43,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import format_table, percentile
+from langmem_plugin.bench._report import format_table, percentile, time_calls
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -299,6 +299,7 @@ class LocomoResult:
     turns: int
     full_tokens: float
     load_seconds: float
+    embed_p50_ms: float = float("nan")
 
     def table(self) -> str:
         """Recall per category and overall (@5 / @10 / @25), tokens at k, latency."""
@@ -327,7 +328,8 @@ class LocomoResult:
             f"{self.conversations} conversations, {self.turns} turns, {self.questions} questions "
             f"({self.skipped} without parseable evidence skipped); recall@k in % (@5 / @10 / @25); "
             f"whole conversation as plain text: {self.full_tokens:,.0f} cl100k tokens on average; "
-            f"storing every turn in every store took {self.load_seconds:.1f} s."
+            f"storing every turn in every store took {self.load_seconds:.1f} s; "
+            f"embedding one query alone: p50 {self.embed_p50_ms:.1f} ms (the floor of every dense row)."
         )
 
 
@@ -448,6 +450,8 @@ def run_locomo_bench(
             say(f"stored {conv.sample_id}: {len(ops)} turns")
         load_seconds = time.perf_counter() - start
         embeddings.embed_query("warm-up")
+        probe = [q.text for c in samples for q in c.questions][:200]
+        embed_seconds = time_calls(embeddings.embed_query, probe)
         for (name, _, search), result in zip(searchers, results, strict=True):
             for conv in samples:
                 namespace = ("locomo", conv.sample_id)
@@ -473,4 +477,5 @@ def run_locomo_bench(
         turns=sum(len(c.turns) for c in samples),
         full_tokens=sum(full) / len(full) if full else 0.0,
         load_seconds=load_seconds,
+        embed_p50_ms=percentile(embed_seconds, 50) * 1000 if embed_seconds else float("nan"),
     )
