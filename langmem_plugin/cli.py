@@ -59,6 +59,12 @@ def _bench(args: argparse.Namespace) -> int:
             print(measured.table())
             print()
         return 0
+    if args.bench == "checkpointer":
+        from langmem_plugin.bench.checkpointer import run_checkpointer_bench
+
+        print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
@@ -110,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     stores.add_argument(
         "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
     )
+    ckpt = benches.add_parser(
+        "checkpointer", help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore"
+    )
+    ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
+    ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
     bench.set_defaults(func=_bench)
     return parser
 
