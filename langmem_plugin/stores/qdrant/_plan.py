@@ -367,6 +367,7 @@ class PlanConfig:
 
 
 def _live(now_us: int, prefix: Sequence[str] = ()) -> Filter:
+    """Items under ``prefix`` that have not expired (the expiry condition comes last)."""
     conditions: list[Cond] = [Range("expires_us", gt=float(now_us))]
     if prefix:
         conditions.insert(0, Match("ns_prefix", ns_token(prefix)))
@@ -682,9 +683,13 @@ def _search(
     config: PlanConfig, op: SearchOp, now_us: int, dense_query: list[float] | None
 ) -> Generator[Call, Any, tuple[list[SearchItem], list[Hit]]]:
     conditions = parse_filter(op.filter)
-    base = _live(now_us, op.namespace_prefix).and_(*_native(conditions))
+    # Expiry is checked here rather than by the engine: a range condition on every
+    # candidate costs a vector search more than re-checking the few hits it returns.
+    base = Filter(_live(now_us, op.namespace_prefix).must[:-1]).and_(*_native(conditions))
 
     def check(hit: Hit) -> bool:
+        if int(hit.payload["expires_us"]) <= now_us:
+            return False
         value = hit.payload["value"]
         return all(c.matches(value) for c in conditions)
 

@@ -13,8 +13,10 @@ from types import TracebackType
 from typing import Any, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
+from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
@@ -131,8 +133,8 @@ class QdrantStore(BaseStore):
         *,
         url: str | None = None,
         api_key: str | None = None,
-        client: Any = None,
-        aclient: Any = None,
+        client: QdrantClient | None = None,
+        aclient: AsyncQdrantClient | None = None,
         location: str | None = None,
         collection: str = "langmem",
         index: IndexConfig | None = None,
@@ -183,14 +185,13 @@ class QdrantStore(BaseStore):
         if path:
             self._engine = EdgeEngine(Path(path), dims=dims, durable=durable, filter_indexes=indexes)
         else:
-            from qdrant_client import AsyncQdrantClient, QdrantClient
-
             owns = client is None
             if url:
                 client = QdrantClient(url=url, api_key=api_key)
                 aclient = AsyncQdrantClient(url=url, api_key=api_key)
             elif location:
                 client = QdrantClient(location=location)
+            assert client is not None  # exactly one of the four was given
             self._engine = ClientEngine(
                 client, aclient=aclient, collection=collection, dims=dims, owns=owns, filter_indexes=indexes
             )
@@ -221,7 +222,7 @@ class QdrantStore(BaseStore):
     async def asetup(self) -> None:
         """:meth:`setup`, from async code."""
         if not self._engine.is_open:
-            await asyncio.get_running_loop().run_in_executor(None, self.setup)
+            await run_in_executor(None, self.setup)
 
     def close(self) -> None:
         """Stop the sweeper and close the engine (the embedded engine flushes and unlocks)."""
