@@ -363,10 +363,14 @@ class QdrantStore(BaseStore):
             self._sweeper.stop()
 
     def optimize(self) -> bool:
-        """Embedded engine: build the HNSW and payload indexes of recent writes now (blocking).
+        """Embedded engine: run Qdrant's segment optimizers now (HNSW graphs, merged segments).
 
-        Until then, new points are searched exactly (fine up to tens of
-        thousands per namespace). A server optimizes on its own: no-op there.
+        Without it, searches are exact over the namespace's points (measured
+        here: ≈ 3 ms at 10k items, tens of ms at 100k on a loaded machine). It
+        blocks the whole process while it runs (minutes at 100k points), so
+        call it at a quiet moment and measure: at 10k points it did not make
+        namespace-filtered search faster here. A server optimizes on its own:
+        a no-op there. Returns whether anything changed.
         """
         self.setup()
         return self._engine.optimize()
