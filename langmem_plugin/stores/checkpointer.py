@@ -225,7 +225,9 @@ class CheckpointerStore(BaseStore):
         clock: returns the current time (timezone-aware UTC); for tests.
         name: the store's name among the saver's threads (several stores can share a saver).
 
-    Constructing does no I/O; the log is read on :meth:`setup` / :meth:`asetup` or the first call.
+    Values are JSON objects of at most 1 MiB of JSON (``MAX_VALUE_BYTES``); anything else is an
+    ``InvalidValueError`` and nothing is written. Constructing does no I/O; the log is read on
+    :meth:`setup` / :meth:`asetup` or the first call.
     """
 
     supports_ttl: bool = True
