@@ -15,6 +15,9 @@ The tree::
     ├── InvalidRecordError (ValueError)       a memory record field is invalid
     ├── InvalidValueError (ValueError)        a store value is not a JSON object, or is too large
     ├── InvalidFilterError (ValueError)       an unknown filter operator or a bad operand
+    ├── MemoryNotFoundError (KeyError)        no memory with that id in the caller's compartments
+    ├── MemoryLimitError (ValueError)         a compartment is full, or a memory is too long for it
+    ├── CompartmentError (ValueError)         an unknown compartment, or one this surface may not use
     ├── MissingDependencyError (ImportError)  an optional extra is not installed
     ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
     └── StoreError (RuntimeError)             the storage engine failed
@@ -27,12 +30,15 @@ from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNames
 
 __all__ = [
     "BlockingCallError",
+    "CompartmentError",
     "ConfigurationError",
     "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidRecordError",
     "InvalidValueError",
     "LangMemPluginError",
+    "MemoryLimitError",
+    "MemoryNotFoundError",
     "MissingDependencyError",
     "OfflineResourceError",
     "ScopeError",
@@ -97,6 +103,29 @@ class InvalidValueError(LangMemPluginError, ValueError):
 
 class InvalidFilterError(LangMemPluginError, ValueError):
     """A search filter with an unknown ``$`` operator or an operand of the wrong type."""
+
+
+class MemoryNotFoundError(LangMemPluginError, KeyError):
+    """No memory with that id exists in the compartments the caller may use.
+
+    Attributes:
+        memory_id: the id that was asked for.
+    """
+
+    def __init__(self, memory_id: str, message: str) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class MemoryLimitError(LangMemPluginError, ValueError):
+    """A compartment holds its maximum number of memories, or a memory is longer than its limit."""
+
+
+class CompartmentError(LangMemPluginError, ValueError):
+    """A compartment name that does not exist, or that this tool set is not allowed to use."""
 
 
 class MissingDependencyError(LangMemPluginError, ImportError):

@@ -1,5 +1,18 @@
 """Helpers for tests — yours and ours. Not for production use.
 
+:class:`ScriptedChatModel` is a chat model that answers from a script: each
+step is a text, an ``AIMessage`` (with real ``tool_calls``), or a function of
+the messages it was sent. It binds tools (``bind_tools`` returns it as is), so
+it runs in a ``ToolNode`` loop, and it keeps every input in ``calls`` for
+inspection.
+
+>>> from langchain_core.messages import HumanMessage
+>>> model = ScriptedChatModel([tool_call("save_memory", content="Likes tea"), "Noted."])
+>>> model.invoke([HumanMessage("I like tea")]).tool_calls[0]["name"]
+'save_memory'
+>>> model.invoke([HumanMessage("...")]).content
+'Noted.'
+
 :class:`FakeEmbeddings` is deterministic and fast: each word (lowercased, with a
 crude plural strip) is hashed to a few dimensions with signs, and the sum is
 L2-normalised, so texts that share words are similar and the same text always
@@ -15,12 +28,23 @@ True
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import Field, PrivateAttr
 
-__all__ = ["FakeEmbeddings"]
+__all__ = ["FakeEmbeddings", "ScriptExhaustedError", "ScriptedChatModel", "tool_call"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -54,3 +78,73 @@ class FakeEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._vector(text)
+
+
+_call_ids = itertools.count(1)
+
+
+def tool_call(name: str, /, **args: Any) -> AIMessage:
+    """An ``AIMessage`` that calls tool ``name`` with ``args`` (a fresh call id)."""
+    return AIMessage(
+        "", tool_calls=[{"name": name, "args": args, "id": f"call_{next(_call_ids)}", "type": "tool_call"}]
+    )
+
+
+ScriptStep = str | AIMessage | Callable[[list[BaseMessage]], "str | AIMessage"]
+
+
+class ScriptExhaustedError(IndexError):
+    """The scripted model was called more times than its script has steps."""
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that plays a script; for tests and offline demos.
+
+    Attributes:
+        script: the steps, played in order (see the module docstring).
+        calls: the messages of every call, in order.
+    """
+
+    script: list[Any]
+    model_name: str = "scripted"
+    _position: int = PrivateAttr(default=0)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def __init__(self, script: Sequence[ScriptStep], **kwargs: Any) -> None:
+        super().__init__(script=list(script), **kwargs)  # type: ignore[call-arg]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat-model"
+
+    @property
+    def remaining(self) -> int:
+        """Steps not played yet."""
+        return len(self.script) - self._position
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self._lock:
+            if self._position >= len(self.script):
+                raise ScriptExhaustedError(
+                    f"the scripted model has played all {len(self.script)} steps of its script; "
+                    "add more steps"
+                )
+            step = self.script[self._position]
+            self._position += 1
+            self.calls.append(list(messages))
+        if callable(step) and not isinstance(step, AIMessage):
+            step = step(list(messages))
+        message = step if isinstance(step, AIMessage) else AIMessage(str(step))
+        message = message.model_copy(update={"id": message.id or f"scripted-{uuid.uuid4().hex[:12]}"})
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """Accepts any tools and returns the model itself: the script decides the calls."""
+        return self

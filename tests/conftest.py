@@ -6,6 +6,8 @@ import pytest
 
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 
+pytest_plugins = ["tests.memory_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def minilm() -> MiniLMEmbeddings:

@@ -1,0 +1,114 @@
+"""Layer 3: the logic of memory, as plain functions over any LangGraph ``BaseStore``.
+
+Store I/O is written once as *plans* (generators of store operations) and run
+by :func:`execute` (sync) or :func:`aexecute` (async). Surfaces (tools, nodes,
+callback, middleware) are thin adapters over these.
+"""
+
+from __future__ import annotations
+
+from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services.knowledge import (
+    AddedDocument,
+    Document,
+    aadd_documents,
+    add_documents,
+    add_documents_plan,
+    chunk_text,
+    load_documents,
+)
+from langmem_plugin.services.layout import (
+    DEFAULT_LIMITS,
+    DEFAULT_NAMESPACES,
+    STORED_COMPARTMENTS,
+    Compartment,
+    CompartmentLimits,
+    MemoryLayout,
+    parse_compartment,
+)
+from langmem_plugin.services.operations import (
+    StoredMemory,
+    categories_plan,
+    clear_plan,
+    delete_plan,
+    get_plan,
+    list_plan,
+    save_plan,
+    search_plan,
+    update_plan,
+)
+from langmem_plugin.services.recall import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    Recall,
+    RecallConfig,
+    RecalledItem,
+    TokenBudgets,
+    query_from_state,
+    recall_plan,
+    search_candidates,
+)
+from langmem_plugin.services.remember import (
+    Episode,
+    EpisodeWriter,
+    FailedWrite,
+    RememberConfig,
+    episode_from_messages,
+    remember_plan,
+)
+from langmem_plugin.services.window import (
+    adelete_idle_threads,
+    delete_idle_threads,
+    message_blocks,
+    trim_window,
+    window_removals,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_NAMESPACES",
+    "FENCE_CLOSE",
+    "FENCE_OPEN",
+    "STORED_COMPARTMENTS",
+    "AddedDocument",
+    "Compartment",
+    "CompartmentLimits",
+    "Document",
+    "Episode",
+    "EpisodeWriter",
+    "FailedWrite",
+    "MemoryLayout",
+    "Plan",
+    "Recall",
+    "RecallConfig",
+    "RecalledItem",
+    "RememberConfig",
+    "StoredMemory",
+    "TokenBudgets",
+    "aadd_documents",
+    "add_documents",
+    "add_documents_plan",
+    "adelete_idle_threads",
+    "aexecute",
+    "categories_plan",
+    "chunk_text",
+    "clear_plan",
+    "delete_idle_threads",
+    "delete_plan",
+    "episode_from_messages",
+    "execute",
+    "get_plan",
+    "list_plan",
+    "load_documents",
+    "message_blocks",
+    "parse_compartment",
+    "query_from_state",
+    "recall_plan",
+    "remember_plan",
+    "save_plan",
+    "search_candidates",
+    "search_plan",
+    "trim_window",
+    "update_plan",
+    "window_removals",
+]

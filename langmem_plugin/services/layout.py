@@ -1,0 +1,204 @@
+"""Compartments: where each kind of memory lives, and how much of it may live there.
+
+- ``user``: long-term memory of one user, ``("memories", "user", "{user_id}")``; until deleted.
+- ``session``: memory of one conversation, ``("memories", "session", "{thread_id}")``; until deleted.
+- ``knowledge``: static documents of one agent, ``("memories", "agent", "{agent}", "knowledge")``.
+- ``run``: notes of one run, kept in graph state (``run_memory``) and cleared when the run ends.
+
+The three stored compartments sit side by side under ``"memories"``, each under
+its own label, so no user id or thread id can ever collide with another
+compartment's namespace (a user called ``"session"`` stays in
+``("memories", "user", "session")``). Every template is configurable
+(:class:`MemoryLayout`) and filled from the run's :class:`~langmem_plugin.Scope`
+only — never from anything a model writes. When the scope carries no
+``agent``, :attr:`MemoryLayout.default_agent` fills it.
+
+Limits are per compartment (:class:`CompartmentLimits`): the most memories a
+namespace may hold, and the most characters one memory's content may have.
+Going over either raises :class:`~langmem_plugin.errors.MemoryLimitError`
+naming the compartment, the limit and the fix.
+
+>>> from langmem_plugin.core.scope import Scope
+>>> layout = MemoryLayout()
+>>> layout.namespace("user", Scope(user_id="u1"))
+('memories', 'user', 'u1')
+>>> layout.namespace("knowledge", Scope())
+('memories', 'agent', 'assistant', 'knowledge')
+>>> layout.limits_for("session").max_items
+2000
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
+from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_NAMESPACES",
+    "STORED_COMPARTMENTS",
+    "Compartment",
+    "CompartmentLimits",
+    "MemoryLayout",
+    "parse_compartment",
+]
+
+
+class Compartment(StrEnum):
+    """The four kinds of memory (DESIGN.md, "where each kind of memory lives")."""
+
+    USER = "user"
+    """Long-term memory of one user, across threads."""
+    SESSION = "session"
+    """Memory of one conversation (thread)."""
+    KNOWLEDGE = "knowledge"
+    """Static documents of one agent."""
+    RUN = "run"
+    """Scratch notes of one run, in graph state; cleared when the run ends."""
+
+
+#: The compartments that live in a store (run memory lives in graph state).
+STORED_COMPARTMENTS: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION, Compartment.KNOWLEDGE)
+
+DEFAULT_NAMESPACES: Mapping[Compartment, NamespaceTemplate] = MappingProxyType(
+    {
+        Compartment.USER: ("memories", "user", "{user_id}"),
+        Compartment.SESSION: ("memories", "session", "{thread_id}"),
+        Compartment.KNOWLEDGE: ("memories", "agent", "{agent}", "knowledge"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class CompartmentLimits:
+    """How much one compartment may hold.
+
+    Attributes:
+        max_items: the most memories one namespace of the compartment may hold (``None``: no limit).
+        max_chars: the most characters one memory's content may have.
+    """
+
+    max_items: int | None = 1000
+    max_chars: int = 4000
+
+    def __post_init__(self) -> None:
+        if self.max_items is not None and self.max_items < 1:
+            raise ConfigurationError(f"max_items must be at least 1 or None, got {self.max_items!r}")
+        if self.max_chars < 1:
+            raise ConfigurationError(f"max_chars must be at least 1, got {self.max_chars!r}")
+
+
+DEFAULT_LIMITS: Mapping[Compartment, CompartmentLimits] = MappingProxyType(
+    {
+        Compartment.USER: CompartmentLimits(max_items=1000, max_chars=4000),
+        Compartment.SESSION: CompartmentLimits(max_items=2000, max_chars=8000),
+        Compartment.KNOWLEDGE: CompartmentLimits(max_items=100_000, max_chars=8000),
+        Compartment.RUN: CompartmentLimits(max_items=50, max_chars=2000),
+    }
+)
+
+
+def parse_compartment(
+    value: str | Compartment, *, allowed: Iterable[Compartment] | None = None
+) -> Compartment:
+    """``value`` as a :class:`Compartment`, checked against ``allowed``.
+
+    Raises:
+        CompartmentError: an unknown name, or one not in ``allowed``.
+    """
+    allowed_list = list(allowed) if allowed is not None else list(Compartment)
+    names = [c.value for c in allowed_list]
+    try:
+        compartment = Compartment(value.strip().lower() if isinstance(value, str) else value)
+    except ValueError:
+        raise CompartmentError(f"unknown compartment {value!r}; use one of {names}") from None
+    if compartment not in allowed_list:
+        raise CompartmentError(
+            f"the compartment {compartment.value!r} is not available here; use one of {names}"
+        )
+    return compartment
+
+
+@dataclass(frozen=True)
+class MemoryLayout:
+    """Namespace templates and size limits of every compartment.
+
+    Attributes:
+        namespaces: a template per stored compartment; missing ones use :data:`DEFAULT_NAMESPACES`.
+        limits: limits per compartment; missing ones use :data:`DEFAULT_LIMITS`.
+        default_agent: the agent name used when the scope has none (knowledge namespace).
+    """
+
+    namespaces: Mapping[Compartment | str, NamespaceTemplate] = field(default_factory=dict)
+    limits: Mapping[Compartment | str, CompartmentLimits] = field(default_factory=dict)
+    default_agent: str = "assistant"
+
+    def __post_init__(self) -> None:
+        namespaces = dict(DEFAULT_NAMESPACES)
+        for key, template in self.namespaces.items():
+            compartment = parse_compartment(key, allowed=STORED_COMPARTMENTS)
+            template = tuple(template)
+            if not template or not all(isinstance(label, str) and label for label in template):
+                raise ConfigurationError(
+                    f"the namespace template of {compartment.value!r} must be a non-empty tuple of "
+                    f"non-empty strings, got {template!r}"
+                )
+            template_keys(template)  # validates the placeholders
+            namespaces[compartment] = template
+        limits = dict(DEFAULT_LIMITS)
+        for key, value in self.limits.items():
+            if not isinstance(value, CompartmentLimits):
+                raise ConfigurationError(f"limits[{key!r}] must be a CompartmentLimits, got {value!r}")
+            limits[parse_compartment(key)] = value
+        templates = [namespaces[c] for c in STORED_COMPARTMENTS]
+        if len(set(templates)) != len(templates):
+            raise ConfigurationError(
+                f"two compartments share one namespace template {templates!r}; give each its own label"
+            )
+        object.__setattr__(self, "namespaces", MappingProxyType(namespaces))
+        object.__setattr__(self, "limits", MappingProxyType(limits))
+
+    def template(self, compartment: Compartment | str) -> NamespaceTemplate:
+        """The namespace template of a stored compartment."""
+        return self.namespaces[parse_compartment(compartment, allowed=STORED_COMPARTMENTS)]
+
+    def namespace(self, compartment: Compartment | str, scope: Scope) -> tuple[str, ...]:
+        """The namespace of ``compartment`` for ``scope``.
+
+        Raises:
+            ScopeError: the scope lacks a value the template needs (e.g. ``user_id``).
+        """
+        if scope.agent is None:
+            scope = dataclasses.replace(scope, agent=self.default_agent)
+        return scope.namespace(self.template(compartment))
+
+    def limits_for(self, compartment: Compartment | str) -> CompartmentLimits:
+        """The limits of ``compartment``."""
+        return self.limits[parse_compartment(compartment)]
+
+    def check_content(self, compartment: Compartment | str, content: str) -> None:
+        """Raise :class:`MemoryLimitError` when ``content`` is longer than the compartment allows."""
+        comp = parse_compartment(compartment)
+        limit = self.limits_for(comp).max_chars
+        if len(content) > limit:
+            raise MemoryLimitError(
+                f"the memory is {len(content)} characters; {comp.value} memory takes at most {limit}. "
+                "Fix: shorten it, or split it into several memories."
+            )
+
+    def check_room(self, compartment: Compartment | str, count: int, adding: int = 1) -> None:
+        """Raise :class:`MemoryLimitError` when ``count + adding`` memories exceed the compartment's limit."""
+        comp = parse_compartment(compartment)
+        limit = self.limits_for(comp).max_items
+        if limit is not None and count + adding > limit:
+            raise MemoryLimitError(
+                f"{comp.value} memory is full: it holds {count} memories and the limit is {limit}. "
+                "Fix: delete or merge memories that are no longer needed (delete_memory / clear_memory), "
+                "or raise the limit in MemoryLayout(limits=...)."
+            )

@@ -1,0 +1,509 @@
+"""Memory operations: save, search, get, update, delete, list categories, clear.
+
+Each operation is a *plan* (see :mod:`langmem_plugin.services._io`): run it
+with :func:`~langmem_plugin.services.execute` or ``await``
+:func:`~langmem_plugin.services.aexecute` over any LangGraph ``BaseStore``.
+Namespaces come from a :class:`~langmem_plugin.Scope` and a
+:class:`~langmem_plugin.services.MemoryLayout` only; the arguments that a model
+may write (query, category, tags, dates, ids) can narrow what is read, never
+choose whose memory it is.
+
+Every value written is a :class:`~langmem_plugin.MemoryRecord`
+(``record.to_value()``); items that are not records are skipped when read.
+Reads that return memories to a caller (search, get) add one to each returned
+record's ``access_count``.
+
+>>> from langgraph.store.memory import InMemoryStore
+>>> from langmem_plugin.core.scope import Scope
+>>> from langmem_plugin.services import MemoryLayout, execute
+>>> store, scope, layout = InMemoryStore(), Scope(user_id="u1", thread_id="t1"), MemoryLayout()
+>>> saved = execute(store, save_plan(scope, layout, "Prefers green tea", category="preferences/drinks"))
+>>> [m.record.content for m in execute(store, search_plan(scope, layout, category="preferences"))]
+['Prefers green tea']
+>>> execute(store, categories_plan(scope, layout))
+{'preferences': 1, 'preferences/drinks': 1}
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
+
+from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import InvalidFilterError, InvalidRecordError, MemoryNotFoundError
+from langmem_plugin.services._io import Plan
+from langmem_plugin.services.layout import (
+    STORED_COMPARTMENTS,
+    Compartment,
+    MemoryLayout,
+    parse_compartment,
+)
+
+__all__ = [
+    "INDEX_FIELDS",
+    "StoredMemory",
+    "access_ops",
+    "categories_plan",
+    "clear_plan",
+    "count_plan",
+    "delete_plan",
+    "get_plan",
+    "list_plan",
+    "new_memory_id",
+    "parse_when",
+    "read_record",
+    "save_plan",
+    "search_plan",
+    "to_stored",
+    "update_plan",
+    "write_plan",
+    "write_rounds",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The record fields a store embeds (passed as ``PutOp(index=...)``).
+INDEX_FIELDS = ["content"]
+_PAGE = 500
+_MAX_SCAN = 5000
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_DEFAULT_READ: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as read from a store.
+
+    Attributes:
+        id: the item key (what tools call the memory's id).
+        compartment: which compartment it is in.
+        namespace: the store namespace it is in.
+        record: the memory itself.
+        score: the store's relevance score when found by a query, else ``None``.
+    """
+
+    id: str
+    compartment: Compartment
+    namespace: tuple[str, ...]
+    record: MemoryRecord
+    score: float | None = None
+
+    def compact(self) -> dict[str, Any]:
+        """What a tool shows the model: id, content, category and score (no raw item)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "content": self.record.content,
+            "category": self.record.category,
+        }
+        if self.score is not None:
+            out["score"] = round(self.score, 3)
+        return out
+
+
+def new_memory_id() -> str:
+    """A fresh, short memory id (12 hex digits of a random UUID)."""
+    return uuid.uuid4().hex[:12]
+
+
+def read_record(item: Item) -> MemoryRecord | None:
+    """The record in ``item``, or ``None`` (logged) when the value is not a memory record."""
+    try:
+        return MemoryRecord.from_value(item.value)
+    except InvalidRecordError as exc:
+        logger.debug("skipping item %s/%s: not a memory record (%s)", item.namespace, item.key, exc)
+        return None
+
+
+def to_stored(item: Item, compartment: Compartment) -> StoredMemory | None:
+    """``item`` as a :class:`StoredMemory`, or ``None`` when its value is not a memory record."""
+    record = read_record(item)
+    if record is None:
+        return None
+    score = item.score if isinstance(item, SearchItem) else None
+    return StoredMemory(item.key, compartment, tuple(item.namespace), record, score)
+
+
+def _compartments(
+    compartments: Iterable[Compartment | str] | None, *, default: Sequence[Compartment] = _DEFAULT_READ
+) -> list[Compartment]:
+    chosen = [parse_compartment(c, allowed=STORED_COMPARTMENTS) for c in compartments or default]
+    return list(dict.fromkeys(chosen))
+
+
+def parse_when(value: str | datetime | date | None, *, name: str, end: bool = False) -> datetime | None:
+    """A bound of a date filter: an ISO date or datetime (naive means UTC).
+
+    A date alone means its start (``end=False``) or its end (``end=True``).
+
+    Raises:
+        InvalidFilterError: not an ISO 8601 date or datetime.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime.combine(value, time.max if end else time.min)
+    else:
+        text = str(value).strip()
+        try:
+            if len(text) == 10:
+                parsed = datetime.combine(date.fromisoformat(text), time.max if end else time.min)
+            else:
+                parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidFilterError(
+                f"{name} must be an ISO 8601 date or datetime such as '2025-01-31' or "
+                f"'2025-01-31T09:00:00Z', got {value!r}"
+            ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _matches(
+    record: MemoryRecord,
+    *,
+    category: str | None,
+    tags: Sequence[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    kinds: Sequence[MemoryKind] | None = None,
+) -> bool:
+    if category and not (record.category == category or record.category.startswith(category + "/")):
+        return False
+    if tags and not set(tags) <= set(record.tags):
+        return False
+    if since is not None and record.created_at < since:
+        return False
+    if until is not None and record.created_at > until:
+        return False
+    return not (kinds and record.kind not in kinds)
+
+
+def _clean_category(category: str | None) -> str | None:
+    if category is None:
+        return None
+    category = category.strip().strip("/")
+    return category or None
+
+
+def _clean_tags(tags: Sequence[str] | str | None) -> list[str] | None:
+    if tags is None:
+        return None
+    if isinstance(tags, str):
+        tags = [tags]
+    cleaned = [t.strip() for t in tags if isinstance(t, str) and t.strip()]
+    return cleaned or None
+
+
+def list_plan(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> Plan[list[Item]]:
+    """Every item in ``namespace`` (exactly; not sub-namespaces), up to ``max_items``, paging."""
+    items: list[Item] = []
+    offset = 0
+    while len(items) < max_items:
+        (page,) = yield [SearchOp(namespace, limit=_PAGE, offset=offset, refresh_ttl=False)]
+        items.extend(i for i in page if tuple(i.namespace) == namespace)
+        if len(page) < _PAGE:
+            break
+        offset += _PAGE
+    return items[:max_items]
+
+
+def count_plan(namespace: tuple[str, ...], *, at_least: int) -> Plan[bool]:
+    """Whether ``namespace`` holds at least ``at_least`` items (one item is read, at that offset)."""
+    if at_least <= 0:
+        return True
+    (page,) = yield [SearchOp(namespace, limit=1, offset=at_least - 1, refresh_ttl=False)]
+    return bool(page)
+
+
+def _room_plan(layout: MemoryLayout, compartment: Compartment, namespace: tuple[str, ...]) -> Plan[None]:
+    limit = layout.limits_for(compartment).max_items
+    if limit is None:
+        return
+    full = yield from count_plan(namespace, at_least=limit)
+    if full:
+        layout.check_room(compartment, limit)
+
+
+def save_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    content: str,
+    *,
+    compartment: Compartment | str = Compartment.USER,
+    category: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    priority: int | None = None,
+    kind: MemoryKind | str = MemoryKind.FACT,
+    source: str | None = None,
+    memory_id: str | None = None,
+) -> Plan[StoredMemory]:
+    """Save a new memory in ``compartment`` of ``scope``.
+
+    Raises:
+        InvalidRecordError: a bad field (empty content, bad category, priority out of 1–10, ...).
+        MemoryLimitError: the content is too long, or the compartment is full.
+    """
+    comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+    namespace = layout.namespace(comp, scope)
+    fields: dict[str, Any] = {
+        "content": content,
+        "category": _clean_category(category),
+        "tags": list(tags or []),
+        "metadata": dict(metadata or {}),
+        "kind": kind,
+        "source": source,
+    }
+    if priority is not None:
+        fields["priority"] = priority
+    record = MemoryRecord(**fields)
+    layout.check_content(comp, record.content)
+    yield from _room_plan(layout, comp, namespace)
+    key = memory_id or new_memory_id()
+    yield [PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS)]
+    return StoredMemory(key, comp, namespace, record)
+
+
+def write_rounds(ops: Sequence[PutOp]) -> list[list[PutOp]]:
+    """``ops`` in as few batches as possible with no content text twice in one batch.
+
+    LangGraph's InMemoryStore fails a batch that embeds the same text for two items
+    (one episode written to session and user memory, one text in two compartments).
+    """
+    rounds: list[list[PutOp]] = []
+    seen: list[set[str]] = []
+    for op in ops:
+        text = str(op.value.get("content")) if op.value is not None else None
+        for number, texts in enumerate(seen):
+            if text is None or text not in texts:
+                rounds[number].append(op)
+                if text is not None:
+                    texts.add(text)
+                break
+        else:
+            rounds.append([op])
+            seen.append({text} if text is not None else set())
+    return rounds
+
+
+def write_plan(ops: Sequence[PutOp]) -> Plan[None]:
+    """Write ``ops`` in the batches of :func:`write_rounds`."""
+    for batch in write_rounds(ops):  # noqa: UP028 - a plan must receive the results: not `yield from` a list
+        yield batch
+
+
+def access_ops(memories: Sequence[StoredMemory]) -> list[PutOp]:
+    """Writes that add one to each memory's ``access_count`` (the content is re-indexed as it was)."""
+    ops = []
+    for memory in memories:
+        bumped = memory.record.model_copy(update={"access_count": memory.record.access_count + 1})
+        ops.append(PutOp(memory.namespace, memory.id, bumped.to_value(), index=INDEX_FIELDS))
+    return ops
+
+
+def search_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    query: str | None = None,
+    *,
+    compartments: Iterable[Compartment | str] | None = None,
+    category: str | None = None,
+    tags: Sequence[str] | str | None = None,
+    since: str | datetime | date | None = None,
+    until: str | datetime | date | None = None,
+    kinds: Sequence[MemoryKind] | None = None,
+    limit: int = 10,
+    track_access: bool = True,
+) -> Plan[list[StoredMemory]]:
+    """Search memories of ``scope`` in ``compartments`` (default: user and session).
+
+    With a ``query``: best first by the store's score. Without: newest first.
+    ``category`` matches as a path prefix (``"project"`` finds ``"project/rockbot"``),
+    ``tags`` must all be present, ``since``/``until`` bound ``created_at``.
+
+    Raises:
+        InvalidFilterError: a bad date or limit.
+        CompartmentError: an unknown compartment.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+        raise InvalidFilterError(f"limit must be a whole number from 1 to 100, got {limit!r}")
+    chosen = _compartments(compartments)
+    category = _clean_category(category)
+    tag_list = _clean_tags(tags)
+    lower = parse_when(since, name="since")
+    upper = parse_when(until, name="until", end=True)
+    query = query.strip() if isinstance(query, str) and query.strip() else None
+    filtered = bool(category or tag_list or lower or upper or kinds)
+    namespaces = [(c, layout.namespace(c, scope)) for c in chosen]
+    memories: list[StoredMemory] = []
+    if query is not None:
+        fetch = min(max(limit * 10, 100), 1000) if filtered else limit
+        pages = yield [SearchOp(ns, query=query, limit=fetch, refresh_ttl=True) for _, ns in namespaces]
+        for (comp, ns), page in zip(namespaces, pages, strict=True):
+            memories.extend(m for i in page if tuple(i.namespace) == ns and (m := to_stored(i, comp)))
+    else:
+        for comp, ns in namespaces:
+            items = yield from list_plan(ns)
+            memories.extend(m for i in items if (m := to_stored(i, comp)))
+    memories = [
+        m
+        for m in memories
+        if _matches(m.record, category=category, tags=tag_list, since=lower, until=upper, kinds=kinds)
+    ]
+    if query is not None:
+        memories.sort(key=lambda m: -(m.score if m.score is not None else float("-inf")))
+    else:
+        memories.sort(key=lambda m: m.record.created_at, reverse=True)
+    memories = memories[:limit]
+    if track_access and memories:
+        yield from write_plan(access_ops(memories))
+    return memories
+
+
+def _check_id(memory_id: Any) -> str:
+    if not isinstance(memory_id, str) or not _ID.fullmatch(memory_id.strip()):
+        raise MemoryNotFoundError(
+            str(memory_id),
+            f"no memory has the id {memory_id!r}; ids are the 'id' values that search_memory returns",
+        )
+    return memory_id.strip()
+
+
+def _find_plan(
+    scope: Scope, layout: MemoryLayout, memory_id: str, compartments: Iterable[Compartment | str] | None
+) -> Plan[StoredMemory]:
+    key = _check_id(memory_id)
+    namespaces = [(c, layout.namespace(c, scope)) for c in _compartments(compartments)]
+    items = yield [GetOp(ns, key) for _, ns in namespaces]
+    for (comp, _), item in zip(namespaces, items, strict=True):
+        if item is not None and (memory := to_stored(item, comp)) is not None:
+            return memory
+    raise MemoryNotFoundError(
+        key, f"no memory has the id {key!r}; ids are the 'id' values that search_memory returns"
+    )
+
+
+def get_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    memory_id: str,
+    *,
+    compartments: Iterable[Compartment | str] | None = None,
+    track_access: bool = True,
+) -> Plan[StoredMemory]:
+    """The memory with ``memory_id`` in the scope's ``compartments``.
+
+    Raises:
+        MemoryNotFoundError: no such id there.
+    """
+    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    if track_access:
+        yield access_ops([memory])
+    return memory
+
+
+def update_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    memory_id: str,
+    *,
+    compartments: Iterable[Compartment | str] | None = None,
+    content: str | None = None,
+    category: str | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    priority: int | None = None,
+) -> Plan[StoredMemory]:
+    """Change the given fields of a memory (``None`` leaves a field as it is).
+
+    Raises:
+        MemoryNotFoundError: no such id.
+        InvalidRecordError: a bad new value.
+        MemoryLimitError: the new content is too long.
+    """
+    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    changes: dict[str, Any] = {}
+    if content is not None:
+        changes["content"] = content
+    if category is not None:
+        changes["category"] = _clean_category(category)
+    if tags is not None:
+        changes["tags"] = list(tags)
+    if metadata is not None:
+        changes["metadata"] = dict(metadata)
+    if priority is not None:
+        changes["priority"] = priority
+    record = memory.record.touched(**changes)
+    layout.check_content(memory.compartment, record.content)
+    yield [PutOp(memory.namespace, memory.id, record.to_value(), index=INDEX_FIELDS)]
+    return StoredMemory(memory.id, memory.compartment, memory.namespace, record)
+
+
+def delete_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    memory_id: str,
+    *,
+    compartments: Iterable[Compartment | str] | None = None,
+) -> Plan[StoredMemory]:
+    """Delete a memory; returns what was deleted.
+
+    Raises:
+        MemoryNotFoundError: no such id.
+    """
+    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    yield [PutOp(memory.namespace, memory.id, None)]
+    return memory
+
+
+def categories_plan(
+    scope: Scope, layout: MemoryLayout, *, compartments: Iterable[Compartment | str] | None = None
+) -> Plan[dict[str, int]]:
+    """The category tree with counts: every path prefix with the number of memories under it."""
+    counts: dict[str, int] = {}
+    for comp in _compartments(compartments):
+        items = yield from list_plan(layout.namespace(comp, scope))
+        for item in items:
+            record = read_record(item)
+            if record is None:
+                continue
+            parts = record.category.split("/")
+            for depth in range(1, len(parts) + 1):
+                path = "/".join(parts[:depth])
+                counts[path] = counts.get(path, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def clear_plan(
+    scope: Scope,
+    layout: MemoryLayout,
+    compartment: Compartment | str,
+    *,
+    category: str | None = None,
+    tags: Sequence[str] | str | None = None,
+    kinds: Sequence[MemoryKind] | None = None,
+) -> Plan[list[StoredMemory]]:
+    """Delete every memory of ``compartment`` (narrowed by category prefix / tags); returns them."""
+    comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+    namespace = layout.namespace(comp, scope)
+    category = _clean_category(category)
+    tag_list = _clean_tags(tags)
+    items = yield from list_plan(namespace)
+    removed = [
+        m
+        for i in items
+        if (m := to_stored(i, comp))
+        and _matches(m.record, category=category, tags=tag_list, since=None, until=None, kinds=kinds)
+    ]
+    if removed:
+        yield [PutOp(m.namespace, m.id, None) for m in removed]
+    return removed

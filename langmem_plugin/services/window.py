@@ -1,0 +1,216 @@
+"""The conversation window: what part of ``messages`` the model sees, and old threads.
+
+:func:`trim_window` keeps the last turns of a conversation by number of turns
+and/or by tokens (the model's real tokenizer). It cuts only between *blocks*:
+an AI message that calls tools and the tool results that answer it are one
+block, never separated — a model API rejects a tool result without its call.
+Leading system messages are always kept, and the window starts at a user
+message whenever it can.
+
+It returns a new list and leaves the state alone: the checkpointed history is
+not rewritten. To rewrite it (drop the old messages from the checkpoint too),
+return :func:`window_removals` from a node as the ``messages`` update.
+
+:func:`delete_idle_threads` deletes threads whose newest checkpoint is older
+than ``max_idle`` from a checkpointer (and, given a store, their session
+memory).
+
+>>> from langchain_core.messages import AIMessage, HumanMessage
+>>> history = [HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")]
+>>> [m.content for m in trim_window(history, max_turns=1)]
+['c', 'd']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.store.base import BaseStore, PutOp
+
+from langmem_plugin.core.record import utc_now
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_message_tokens
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.operations import list_plan
+
+__all__ = [
+    "adelete_idle_threads",
+    "delete_idle_threads",
+    "message_blocks",
+    "trim_window",
+    "window_removals",
+]
+
+
+def message_blocks(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """``messages`` grouped into blocks that must stay together (a tool call and its results)."""
+    blocks: list[list[BaseMessage]] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage) and blocks and message.tool_call_id in open_calls:
+            blocks[-1].append(message)
+            open_calls.discard(message.tool_call_id)
+            continue
+        previous = blocks[-1][0] if blocks else None
+        if isinstance(message, ToolMessage) and isinstance(previous, AIMessage) and previous.tool_calls:
+            # a result whose call id we do not know: keep it with the preceding call, never alone
+            blocks[-1].append(message)
+            continue
+        blocks.append([message])
+        open_calls = (
+            {c["id"] for c in message.tool_calls if c["id"]} if isinstance(message, AIMessage) else set()
+        )
+    return blocks
+
+
+def trim_window(
+    messages: Sequence[BaseMessage],
+    *,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    model: str | None = None,
+) -> list[BaseMessage]:
+    """The last part of ``messages`` within ``max_turns`` user turns and ``max_tokens`` tokens.
+
+    Args:
+        messages: the conversation (not modified).
+        max_turns: keep at most this many turns (a turn starts at a user message).
+        max_tokens: keep at most this many tokens, counted as a model input with ``model``'s
+            tokenizer, leading system messages included. The newest block is kept even when it
+            alone is over the limit.
+        model: whose tokenizer counts (``None``: o200k_base).
+    """
+    if max_turns is not None and max_turns < 1:
+        raise ConfigurationError(f"max_turns must be at least 1 or None, got {max_turns}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigurationError(f"max_tokens must be at least 1 or None, got {max_tokens}")
+    messages = list(messages)
+    head = 0
+    while head < len(messages) and isinstance(messages[head], SystemMessage):
+        head += 1
+    system, blocks = messages[:head], message_blocks(messages[head:])
+    if max_turns is not None:
+        starts = [i for i, b in enumerate(blocks) if isinstance(b[0], HumanMessage)]
+        if len(starts) > max_turns:
+            blocks = blocks[starts[-max_turns] :]
+    if max_tokens is not None:
+        while len(blocks) > 1 and count_message_tokens(system + _flat(blocks), model=model) > max_tokens:
+            blocks = blocks[1:]
+            # start at a user message when one is left to start at
+            while (
+                len(blocks) > 1
+                and not isinstance(blocks[0][0], HumanMessage)
+                and any(isinstance(b[0], HumanMessage) for b in blocks[1:])
+            ):
+                blocks = blocks[1:]
+    return system + _flat(blocks)
+
+
+def _flat(blocks: Iterable[list[BaseMessage]]) -> list[BaseMessage]:
+    return [m for block in blocks for m in block]
+
+
+def window_removals(messages: Sequence[BaseMessage], kept: Sequence[BaseMessage]) -> list[RemoveMessage]:
+    """``RemoveMessage`` updates that drop from state every message of ``messages`` not in ``kept``.
+
+    Return them as a node's ``{"messages": ...}`` update to rewrite the checkpointed history.
+    Messages need ids (LangGraph's ``add_messages`` gives every message one).
+    """
+    keep = {m.id for m in kept}
+    missing = [m for m in messages if m.id is None]
+    if missing:
+        raise ConfigurationError("window_removals needs message ids; messages from graph state have them")
+    return [RemoveMessage(id=m.id) for m in messages if m.id not in keep and m.id is not None]
+
+
+def _latest_by_thread(tuples: Iterable[CheckpointTuple]) -> dict[str, datetime]:
+    latest: dict[str, datetime] = {}
+    for item in tuples:
+        thread_id = item.config.get("configurable", {}).get("thread_id")
+        ts = item.checkpoint.get("ts")
+        if not thread_id or not ts:
+            continue
+        when = datetime.fromisoformat(str(ts))
+        if thread_id not in latest or when > latest[thread_id]:
+            latest[thread_id] = when
+    return latest
+
+
+def _idle(latest: dict[str, datetime], max_idle: timedelta, now: datetime | None) -> list[str]:
+    if max_idle <= timedelta(0):
+        raise ConfigurationError(f"max_idle must be positive, got {max_idle}")
+    cutoff = (now or utc_now()) - max_idle
+    return sorted(t for t, when in latest.items() if when < cutoff)
+
+
+def _session_plan(layout: MemoryLayout, thread_ids: Sequence[str]) -> Plan[int]:
+    removed = 0
+    for thread_id in thread_ids:
+        namespace = layout.namespace(Compartment.SESSION, Scope(thread_id=thread_id))
+        items = yield from list_plan(namespace)
+        if items:
+            yield [PutOp(tuple(i.namespace), i.key, None) for i in items]
+            removed += len(items)
+    return removed
+
+
+def delete_idle_threads(
+    checkpointer: BaseCheckpointSaver[Any],
+    max_idle: timedelta,
+    *,
+    store: BaseStore | None = None,
+    layout: MemoryLayout | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """Delete threads whose newest checkpoint is older than ``max_idle``; returns their ids.
+
+    Args:
+        checkpointer: any LangGraph checkpointer that can ``list`` and ``delete_thread``.
+        max_idle: how long a thread may stay untouched.
+        store: when given, the threads' session memory is deleted from it too.
+        layout: the session namespace template (default layout when ``None``).
+        now: the current time (tests).
+        dry_run: only say which threads would be deleted.
+    """
+    idle = _idle(_latest_by_thread(checkpointer.list(None)), max_idle, now)
+    if dry_run:
+        return idle
+    for thread_id in idle:
+        checkpointer.delete_thread(thread_id)
+    if store is not None and idle:
+        execute(store, _session_plan(layout or MemoryLayout(), idle))
+    return idle
+
+
+async def adelete_idle_threads(
+    checkpointer: BaseCheckpointSaver[Any],
+    max_idle: timedelta,
+    *,
+    store: BaseStore | None = None,
+    layout: MemoryLayout | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """Async :func:`delete_idle_threads`."""
+    idle = _idle(_latest_by_thread([t async for t in checkpointer.alist(None)]), max_idle, now)
+    if dry_run:
+        return idle
+    for thread_id in idle:
+        await checkpointer.adelete_thread(thread_id)
+    if store is not None and idle:
+        await aexecute(store, _session_plan(layout or MemoryLayout(), idle))
+    return idle

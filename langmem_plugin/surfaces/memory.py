@@ -1,0 +1,294 @@
+"""``Memory``: the configuration held once, every surface taken from it.
+
+>>> from langgraph.graph import StateGraph
+>>> from langmem_plugin import Memory, MemoryState
+>>> from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
+>>> memory = Memory(embeddings=FakeEmbeddings())
+>>> builder = StateGraph(MemoryState)
+>>> _ = memory.add_to(builder, ScriptedChatModel(["Hello!"]))
+>>> graph = builder.compile(store=memory.store)
+>>> out = graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"user_id": "u1", "thread_id": "t1"}})
+>>> out["messages"][-1].content, out["memory_context"]["stored"]["compartments"]
+('Hello!', ['session'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.graph import StateGraph
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.services._io import aexecute, execute
+from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
+from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.recall import Recall, RecallConfig, recall_plan
+from langmem_plugin.services.remember import EpisodeWriter, RememberConfig
+from langmem_plugin.surfaces.nodes import (
+    ModelNode,
+    RecallNode,
+    RememberNode,
+    StateKeys,
+    WindowConfig,
+    add_memory_agent,
+    model_messages,
+)
+from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
+
+if TYPE_CHECKING:
+    from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
+    from langmem_plugin.surfaces.middleware import MemoryMiddleware
+
+__all__ = ["Memory", "default_store"]
+
+
+def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
+    """LangGraph's InMemoryStore, indexing memory content with ``embeddings`` (default: offline MiniLM).
+
+    For experiments and tests: it lives in this process only. Pass a durable store
+    (``QdrantStore``, ``CheckpointerStore``, PostgresStore, ...) to ``Memory(store=...)`` to keep memories.
+    """
+    embedder = resolve_embeddings(embeddings)
+    return InMemoryStore(
+        index={"embed": embedder, "dims": embedding_dims(embedder), "fields": list(INDEX_FIELDS)}
+    )
+
+
+class Memory:
+    """Memory for a LangGraph / LangChain agent, configured once.
+
+    Args:
+        store: any LangGraph ``BaseStore``; ``None`` makes an in-process :func:`default_store`.
+        embeddings: the embedder of the default store (ignored when ``store`` is given).
+        layout: namespace templates and size limits of the compartments.
+        recall: search, rank and token budgets of recall.
+        remember: where episodes go, inline or background, retries.
+        model: the chat model name whose tokenizer counts budgets and the window
+            (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
+        keys: state key names.
+        window: how much of the conversation a :meth:`model_node` shows the model.
+        tools: which memory tools :attr:`tools` has.
+        tool_names: rename tools.
+        tool_instructions: text added to each tool's description.
+        tool_compartments: the compartments the tools may read and write.
+
+    Attributes:
+        store: the store every surface uses.
+        writer: the episode writer shared by the remember node, middleware and callback
+            (``writer.failed`` holds writes that failed every retry).
+    """
+
+    def __init__(
+        self,
+        store: BaseStore | None = None,
+        *,
+        embeddings: EmbeddingsSpec | None = None,
+        layout: MemoryLayout | None = None,
+        recall: RecallConfig | None = None,
+        remember: RememberConfig | None = None,
+        model: str | None = None,
+        keys: StateKeys | None = None,
+        window: WindowConfig | None = None,
+        tools: Iterable[str] = MEMORY_TOOL_NAMES,
+        tool_names: Mapping[str, str] | None = None,
+        tool_instructions: str | None = None,
+        tool_compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
+    ) -> None:
+        self.store: BaseStore = store if store is not None else default_store(embeddings)
+        self.layout = layout or MemoryLayout()
+        recall_config = recall or RecallConfig()
+        if recall_config.model is None and model is not None:
+            recall_config = dataclasses.replace(recall_config, model=model)
+        self.recall_config = recall_config
+        self.remember_config = remember or RememberConfig()
+        self.model = model
+        self.keys = keys or StateKeys()
+        self.window = window
+        self.writer = EpisodeWriter.from_config(self.remember_config)
+        self._tool_options: dict[str, Any] = {
+            "include": tuple(tools),
+            "names": dict(tool_names or {}),
+            "instructions": tool_instructions,
+            "compartments": tuple(tool_compartments),
+        }
+
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """The tool renames: default name → name given."""
+        return dict(self._tool_options["names"])
+
+    # -- surfaces -----------------------------------------------------------------------------
+
+    @cached_property
+    def recall_node(self) -> RecallNode:
+        """The node to put before the model."""
+        return RecallNode(store=self.store, layout=self.layout, config=self.recall_config, keys=self.keys)
+
+    @cached_property
+    def remember_node(self) -> RememberNode:
+        """The node to put after the model, where the run ends."""
+        return RememberNode(
+            store=self.store,
+            layout=self.layout,
+            config=self.remember_config,
+            writer=self.writer,
+            keys=self.keys,
+        )
+
+    @cached_property
+    def tools(self) -> list[BaseTool]:
+        """The memory tools: ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``."""
+        return create_memory_tools(store=self.store, layout=self.layout, **self._tool_options)
+
+    def model_node(
+        self,
+        model: BaseChatModel,
+        *,
+        tools: Sequence[BaseTool] | None = None,
+        instructions: str | None = None,
+    ) -> ModelNode:
+        """A model node: instructions + memory prompt + window; ``tools`` default to :attr:`tools`."""
+        return ModelNode(
+            model,
+            tools=self.tools if tools is None else tools,
+            instructions=instructions,
+            keys=self.keys,
+            window=self.window,
+            token_model=self.model,
+        )
+
+    def add_to(
+        self,
+        builder: StateGraph[Any, Any, Any, Any],
+        model: BaseChatModel | Runnable[Any, Any],
+        *,
+        tools: Sequence[BaseTool] = (),
+        instructions: str | None = None,
+        names: Mapping[str, str] | None = None,
+        connect: bool = True,
+    ) -> StateGraph[Any, Any, Any, Any]:
+        """Wire recall → model → tools (memory tools + ``tools``) → remember into ``builder``."""
+        return add_memory_agent(
+            builder,
+            recall=self.recall_node,
+            model=model,
+            remember=self.remember_node,
+            tools=[*self.tools, *tools],
+            instructions=instructions,
+            keys=self.keys,
+            window=self.window,
+            token_model=self.model,
+            names=names,
+            connect=connect,
+        )
+
+    def middleware(self) -> MemoryMiddleware:
+        """An ``AgentMiddleware`` for ``langchain.agents.create_agent`` (needs ``langmem-plugin[agents]``)."""
+        from langmem_plugin.surfaces.middleware import MemoryMiddleware
+
+        return MemoryMiddleware(self)
+
+    def callback_handler(self) -> MemoryCallbackHandler:
+        """A sync callback handler for ``config["callbacks"]`` (stores episodes, records retrievals)."""
+        from langmem_plugin.surfaces.callbacks import MemoryCallbackHandler
+
+        return MemoryCallbackHandler(self)
+
+    def async_callback_handler(self) -> AsyncMemoryCallbackHandler:
+        """The async callback handler, for ``ainvoke``/``astream`` runs."""
+        from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler
+
+        return AsyncMemoryCallbackHandler(self)
+
+    # -- direct use ---------------------------------------------------------------------------
+
+    def messages_for_model(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
+        """The messages your own model node should send: system (instructions + memory) + window."""
+        return model_messages(
+            state, instructions=instructions, keys=self.keys, window=self.window, model=self.model
+        )
+
+    def recall(
+        self,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None = None,
+        *,
+        plan: Any = None,
+        run_memory: Sequence[Any] | None = None,
+    ) -> Recall:
+        """Recall outside a graph, for the scope in ``config``."""
+        scope = Scope.from_config(config)
+        return execute(
+            self.store,
+            recall_plan(
+                scope, self.layout, messages, config=self.recall_config, plan=plan, run_memory=run_memory
+            ),
+        )
+
+    async def arecall(
+        self,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None = None,
+        *,
+        plan: Any = None,
+        run_memory: Sequence[Any] | None = None,
+    ) -> Recall:
+        """Async :meth:`recall`."""
+        scope = Scope.from_config(config)
+        return await aexecute(
+            self.store,
+            recall_plan(
+                scope, self.layout, messages, config=self.recall_config, plan=plan, run_memory=run_memory
+            ),
+        )
+
+    def add_documents(
+        self,
+        sources: Iterable[str | Path | Document],
+        *,
+        agent: str | None = None,
+        progress: bool | None = None,
+    ) -> list[AddedDocument]:
+        """Add ``.txt``/``.md`` files, folders or texts as ``agent``'s knowledge."""
+        return add_documents(
+            self.store, sources, agent=agent, layout=self.layout, model=self.model, progress=progress
+        )
+
+    async def aadd_documents(
+        self,
+        sources: Iterable[str | Path | Document],
+        *,
+        agent: str | None = None,
+        progress: bool | None = None,
+    ) -> list[AddedDocument]:
+        """Async :meth:`add_documents`."""
+        return await aadd_documents(
+            self.store, sources, agent=agent, layout=self.layout, model=self.model, progress=progress
+        )
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait for background writes to finish."""
+        self.writer.flush(timeout)
+
+    async def aflush(self) -> None:
+        """Async :meth:`flush`."""
+        await self.writer.aflush()
+
+    def close(self) -> None:
+        """Finish background writes and stop the writer's worker thread."""
+        self.writer.close()
+
+    def __repr__(self) -> str:
+        return f"Memory(store={type(self.store).__name__}, model={self.model!r})"

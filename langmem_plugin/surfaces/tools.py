@@ -1,0 +1,371 @@
+"""Memory tools for a chat model: ``model.bind_tools(tools)`` and ``ToolNode(tools)`` as they are.
+
+:func:`create_memory_tools` returns LangChain ``StructuredTool`` objects, each
+with a sync function and a coroutine over the same service plan
+(:mod:`langmem_plugin.services.operations`). At call time a tool finds
+
+- its **store**: the one passed to the factory, else the graph's (``compile(store=...)``);
+- its **namespace**: from the run's scope only (``config["configurable"]`` and the
+  runtime context: ``user_id``, ``thread_id``). No argument the model writes names a
+  user, a thread or a namespace; ids are looked up only inside the caller's
+  own compartments.
+
+Errors the model can fix (an unknown id, an empty content, a bad category or
+date, a full compartment) come back as an error ``ToolMessage`` that says what
+to do; configuration errors (no store, no ``user_id`` in the config) raise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel, Field, ValidationError
+
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import (
+    CompartmentError,
+    ConfigurationError,
+    InvalidFilterError,
+    InvalidRecordError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+)
+from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
+from langmem_plugin.services.operations import (
+    StoredMemory,
+    categories_plan,
+    clear_plan,
+    delete_plan,
+    get_plan,
+    save_plan,
+    search_plan,
+    update_plan,
+)
+from langmem_plugin.surfaces._runtime import resolve_scope_and_store
+
+__all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
+
+#: Every memory tool, by its default name.
+MEMORY_TOOL_NAMES = (
+    "save_memory",
+    "search_memory",
+    "get_memory",
+    "update_memory",
+    "delete_memory",
+    "list_categories",
+    "clear_memory",
+)
+
+_FIXABLE = (CompartmentError, InvalidFilterError, InvalidRecordError, MemoryLimitError, MemoryNotFoundError)
+
+
+class SaveMemoryInput(BaseModel):
+    content: str = Field(description="The memory, one self-contained statement in plain language.")
+    category: str | None = Field(
+        default=None, description="A path such as 'preferences/food' or 'project/rockbot'."
+    )
+    tags: list[str] | None = Field(default=None, description="Free labels.")
+    metadata: dict[str, str] | None = Field(default=None, description="String key/value pairs.")
+    priority: int | None = Field(default=None, description="1 (low) to 10 (high); default 5.")
+    compartment: str | None = Field(
+        default=None, description="'user' (long-term, across conversations) or 'session' (this conversation)."
+    )
+
+
+class SearchMemoryInput(BaseModel):
+    query: str | None = Field(default=None, description="What to look for; omit to list the newest memories.")
+    category: str | None = Field(default=None, description="Only this category and its sub-categories.")
+    tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
+    since: str | None = Field(default=None, description="Only memories created on/after this ISO date.")
+    until: str | None = Field(default=None, description="Only memories created on/before this ISO date.")
+    limit: int = Field(default=5, description="How many to return, 1 to 100.")
+
+
+class MemoryIdInput(BaseModel):
+    id: str = Field(description="The memory's id, as search_memory returns it.")
+
+
+class UpdateMemoryInput(BaseModel):
+    id: str = Field(description="The memory's id, as search_memory returns it.")
+    content: str | None = Field(default=None, description="The new content.")
+    category: str | None = Field(default=None, description="The new category path.")
+    tags: list[str] | None = Field(default=None, description="The new tags (replace the old ones).")
+    metadata: dict[str, str] | None = Field(default=None, description="The new metadata (replaces the old).")
+    priority: int | None = Field(default=None, description="The new priority, 1 to 10.")
+
+
+class NoInput(BaseModel):
+    pass
+
+
+class ClearMemoryInput(BaseModel):
+    compartment: str = Field(description="'user' or 'session'.")
+    category: str | None = Field(default=None, description="Only this category and its sub-categories.")
+    tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
+
+
+_DESCRIPTIONS = {
+    "save_memory": "Save a new memory: a fact, preference or note worth keeping for later conversations.",
+    "search_memory": "Search saved memories by meaning, category, tags or date. "
+    "Returns id, content, category, score.",
+    "get_memory": "Read one memory in full by its id.",
+    "update_memory": "Change a memory (by id) that is outdated or wrong; pass only the fields to change.",
+    "delete_memory": "Delete a memory by its id.",
+    "list_categories": "List the categories of saved memories, with how many memories each holds.",
+    "clear_memory": "Delete every memory of a compartment, optionally only one category or tag. "
+    "Irreversible.",
+}
+
+
+@dataclass(frozen=True)
+class _Context:
+    store: BaseStore | None
+    layout: MemoryLayout
+    compartments: tuple[Compartment, ...]
+    default_compartment: Compartment
+    track_access: bool
+
+    def resolve(self, config: RunnableConfig) -> tuple[Scope, BaseStore]:
+        return resolve_scope_and_store(config, self.store, what="the memory tools")
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _where(memory: StoredMemory) -> str:
+    return f"{memory.compartment.value} memory"
+
+
+# Each tool: (args schema, plan builder, answer formatter).
+PlanBuilder = Callable[[_Context, Scope, dict[str, Any]], Plan[Any]]
+
+
+def _save_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    comp = parse_compartment(a.get("compartment") or ctx.default_compartment, allowed=ctx.compartments)
+    return save_plan(
+        scope,
+        ctx.layout,
+        a["content"],
+        compartment=comp,
+        category=a.get("category"),
+        tags=a.get("tags"),
+        metadata=a.get("metadata"),
+        priority=a.get("priority"),
+        source="tool:save_memory",
+    )
+
+
+def _save_answer(m: StoredMemory) -> str:
+    return f"Saved memory {m.id} in {_where(m)} (category {m.record.category!r})."
+
+
+def _search_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    return search_plan(
+        scope,
+        ctx.layout,
+        a.get("query"),
+        compartments=ctx.compartments,
+        category=a.get("category"),
+        tags=a.get("tags"),
+        since=a.get("since"),
+        until=a.get("until"),
+        limit=a.get("limit", 5),
+        track_access=ctx.track_access,
+    )
+
+
+def _search_answer(found: list[StoredMemory]) -> str:
+    return _dump([m.compact() for m in found]) if found else "No memories found."
+
+
+def _get_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    return get_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments, track_access=ctx.track_access)
+
+
+def _get_answer(m: StoredMemory) -> str:
+    r = m.record
+    return _dump(
+        {
+            "id": m.id,
+            "compartment": m.compartment.value,
+            "content": r.content,
+            "category": r.category,
+            "tags": r.tags,
+            "metadata": r.metadata,
+            "priority": r.priority,
+            "kind": r.kind.value,
+            "created_at": r.created_at.isoformat(timespec="seconds"),
+            "updated_at": r.updated_at.isoformat(timespec="seconds"),
+        }
+    )
+
+
+def _update_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    fields = {k: a.get(k) for k in ("content", "category", "tags", "metadata", "priority")}
+    if all(v is None for v in fields.values()):
+        raise InvalidRecordError(
+            "update_memory needs at least one field to change: content, category, tags, metadata or priority",
+            field="content",
+        )
+    return update_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments, **fields)
+
+
+def _update_answer(m: StoredMemory) -> str:
+    return f"Updated memory {m.id}: {m.record.content!r} (category {m.record.category!r})."
+
+
+def _delete_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    return delete_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments)
+
+
+def _delete_answer(m: StoredMemory) -> str:
+    return f"Deleted memory {m.id} from {_where(m)}: {m.record.content!r}."
+
+
+def _categories_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    return categories_plan(scope, ctx.layout, compartments=ctx.compartments)
+
+
+def _categories_answer(counts: dict[str, int]) -> str:
+    return _dump(counts) if counts else "No memories saved yet."
+
+
+def _clear_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+    comp = parse_compartment(a["compartment"], allowed=ctx.compartments)
+    return clear_plan(scope, ctx.layout, comp, category=a.get("category"), tags=a.get("tags"))
+
+
+def _clear_answer(removed: list[StoredMemory]) -> str:
+    if not removed:
+        return "Nothing matched: no memory was removed."
+    where = removed[0].compartment.value
+    listed = _dump([{"id": m.id, "content": m.record.content} for m in removed[:50]])
+    more = f" (and {len(removed) - 50} more)" if len(removed) > 50 else ""
+    return f"Removed {len(removed)} memories from {where} memory: {listed}{more}"
+
+
+_TOOLS: dict[str, tuple[type[BaseModel], PlanBuilder, Callable[[Any], str]]] = {
+    "save_memory": (SaveMemoryInput, _save_plan, _save_answer),
+    "search_memory": (SearchMemoryInput, _search_plan, _search_answer),
+    "get_memory": (MemoryIdInput, _get_plan, _get_answer),
+    "update_memory": (UpdateMemoryInput, _update_plan, _update_answer),
+    "delete_memory": (MemoryIdInput, _delete_plan, _delete_answer),
+    "list_categories": (NoInput, _categories_plan, _categories_answer),
+    "clear_memory": (ClearMemoryInput, _clear_plan, _clear_answer),
+}
+
+
+def _validation_message(exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+        for e in exc.errors(include_url=False)
+    )
+    return f"Error: invalid arguments: {problems}. Fix the arguments and call the tool again."
+
+
+def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> StructuredTool:
+    schema, build, answer = _TOOLS[kind]
+    fields = set(schema.model_fields)
+
+    def args_of(kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in kwargs.items() if k in fields}
+
+    def run(config: RunnableConfig, **kwargs: Any) -> str:
+        scope, store = ctx.resolve(config)
+        try:
+            return answer(execute(store, build(ctx, scope, args_of(kwargs))))
+        except _FIXABLE as exc:
+            raise ToolException(f"Error: {exc}") from exc
+
+    async def arun(config: RunnableConfig, **kwargs: Any) -> str:
+        scope, store = ctx.resolve(config)
+        try:
+            return answer(await aexecute(store, build(ctx, scope, args_of(kwargs))))
+        except _FIXABLE as exc:
+            raise ToolException(f"Error: {exc}") from exc
+
+    return StructuredTool.from_function(
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=description,
+        args_schema=schema,
+        infer_schema=False,
+        handle_tool_error=True,
+        handle_validation_error=_validation_message,
+    )
+
+
+def create_memory_tools(
+    *,
+    store: BaseStore | None = None,
+    layout: MemoryLayout | None = None,
+    include: Iterable[str] = MEMORY_TOOL_NAMES,
+    names: Mapping[str, str] | None = None,
+    descriptions: Mapping[str, str] | None = None,
+    instructions: str | None = None,
+    compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
+    default_compartment: Compartment | str = Compartment.USER,
+    track_access: bool = True,
+) -> list[BaseTool]:
+    """Memory tools, configured.
+
+    Args:
+        store: the store to use; ``None`` uses the graph's store at call time.
+        layout: namespace templates and limits of the compartments.
+        include: which tools, by default name (see :data:`MEMORY_TOOL_NAMES`).
+        names: rename tools: ``{"save_memory": "remember_fact"}``.
+        descriptions: replace a tool's description.
+        instructions: text appended to every tool's description (house rules for the model).
+        compartments: the compartments these tools may read and write (``"user"``, ``"session"``,
+            and ``"knowledge"`` to let the model search or edit agent knowledge).
+        default_compartment: where ``save_memory`` writes when the model names none.
+        track_access: search and get add one to each returned memory's ``access_count``.
+
+    Raises:
+        ConfigurationError: an unknown tool name.
+        CompartmentError: an unknown compartment, or a default not in ``compartments``.
+
+    >>> tools = create_memory_tools(include=["save_memory", "search_memory"], names={"save_memory": "note"})
+    >>> [t.name for t in tools]
+    ['note', 'search_memory']
+    """
+    stored = (Compartment.USER, Compartment.SESSION, Compartment.KNOWLEDGE)
+    comps = tuple(dict.fromkeys(parse_compartment(c, allowed=stored) for c in compartments))
+    if not comps:
+        raise CompartmentError("create_memory_tools needs at least one compartment")
+    ctx = _Context(
+        store=store,
+        layout=layout or MemoryLayout(),
+        compartments=comps,
+        default_compartment=parse_compartment(default_compartment, allowed=comps),
+        track_access=track_access,
+    )
+    names = dict(names or {})
+    descriptions = dict(descriptions or {})
+    wanted = list(dict.fromkeys(include))
+    unknown = [n for n in [*wanted, *names, *descriptions] if n not in _TOOLS]
+    if unknown:
+        raise ConfigurationError(f"unknown memory tool(s) {unknown}; the tools are {list(MEMORY_TOOL_NAMES)}")
+    tools: list[BaseTool] = []
+    for kind in wanted:
+        description = descriptions.get(kind, _DESCRIPTIONS[kind])
+        if kind == "save_memory" and len(comps) > 1:
+            description += (
+                f" Compartments: {', '.join(c.value for c in comps)} (default {ctx.default_compartment})."
+            )
+        if instructions:
+            description = f"{description}\n{instructions}"
+        tools.append(_make_tool(ctx, kind, names.get(kind, kind), description))
+    taken = [t.name for t in tools]
+    if len(set(taken)) != len(taken):
+        raise ConfigurationError(f"two memory tools would share a name: {taken}")
+    return tools

@@ -1,0 +1,45 @@
+"""Fixtures shared by the memory service and surface tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.services import MemoryLayout, aexecute, execute
+from langmem_plugin.services._io import Plan
+from langmem_plugin.testing import FakeEmbeddings
+
+Runner = Callable[[Plan[Any]], Any]
+
+
+def fake_store() -> InMemoryStore:
+    """LangGraph's InMemoryStore with deterministic embeddings over record content."""
+    return InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
+
+
+@pytest.fixture
+def store() -> InMemoryStore:
+    return fake_store()
+
+
+@pytest.fixture
+def scope() -> Scope:
+    return Scope(user_id="alice", thread_id="t1")
+
+
+@pytest.fixture
+def layout() -> MemoryLayout:
+    return MemoryLayout()
+
+
+@pytest.fixture(params=["sync", "async"])
+def run(request: pytest.FixtureRequest, store: InMemoryStore) -> Runner:
+    """Runs a plan through the store's sync batch or its async abatch."""
+    if request.param == "sync":
+        return lambda plan: execute(store, plan)
+    return lambda plan: asyncio.run(aexecute(store, plan))
