@@ -63,6 +63,12 @@ def _bench(args: argparse.Namespace) -> int:
         from langmem_plugin.bench.checkpointer import run_checkpointer_bench
 
         print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        if args.scale:
+            from langmem_plugin.bench.checkpointer import run_scale_bench
+
+            sizes = [int(size) for size in args.scale.split(",")]
+            print(run_scale_bench(sizes, samples=min(args.samples, 50)))
+            return 0
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
         return 0
     raise AssertionError(args.bench)  # argparse rejects other names
@@ -121,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
     ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
+    ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
     bench.set_defaults(func=_bench)
     return parser
 
