@@ -2,7 +2,8 @@
 
 ``langmem-plugin demo`` runs a memory agent through three sessions;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
-measures the offline core. ``--version`` and ``--help`` do what they say.
+measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
+``--version`` and ``--help`` do what they say.
 """
 
 from __future__ import annotations
@@ -47,6 +48,24 @@ def _bench(args: argparse.Namespace) -> int:
         result = run_core_bench(queries=args.queries, docs=args.docs)
         print(result.table())
         return 0
+    if args.bench == "stores":
+        from langmem_plugin.bench.stores import run_stores_bench
+
+        peers = tuple(p.strip() for p in args.peers.split(",") if p.strip())
+        print(f"langmem-plugin {__version__} — stores benchmark (same precomputed vectors for every store)")
+        for size in args.sizes:
+            measured = run_stores_bench(
+                size=size, queries=args.queries, peers=peers, budget_s=args.budget, progress=print
+            )
+            print(measured.table())
+            print()
+        return 0
+    if args.bench == "checkpointer":
+        from langmem_plugin.bench.checkpointer import run_checkpointer_bench
+
+        print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
@@ -56,6 +75,18 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"langmem-plugin {__version__} — demo: a memory agent across three threads")
     run_demo(directory=args.dir)
     return 0
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"sizes must be integers separated by commas, got {text!r}"
+        ) from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return sizes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +117,29 @@ def build_parser() -> argparse.ArgumentParser:
     core = benches.add_parser("core", help="embedder load/latency/throughput and token counting, with peers")
     core.add_argument("--queries", type=int, default=200, help="single queries to time (default 200)")
     core.add_argument("--docs", type=int, default=1000, help="documents to embed in batches (default 1000)")
+    stores = benches.add_parser(
+        "stores", help="QdrantStore against InMemoryStore, SqliteStore and langgraph-store-qdrant"
+    )
+    stores.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[10_000],
+        help="items in the searched namespace, comma-separated (default 10000; e.g. 10000,100000)",
+    )
+    stores.add_argument("--queries", type=int, default=100, help="distinct queries per metric (default 100)")
+    stores.add_argument(
+        "--peers",
+        default="qdrant-embedded,qdrant-memory,inmemory,langgraph-store-qdrant,sqlite",
+        help="comma-separated stores to measure (default: all)",
+    )
+    stores.add_argument(
+        "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
+    )
+    ckpt = benches.add_parser(
+        "checkpointer", help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore"
+    )
+    ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
+    ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
     bench.set_defaults(func=_bench)
     return parser
 

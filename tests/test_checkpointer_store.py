@@ -258,3 +258,36 @@ async def test_sync_only_saver_from_async_code(open_sqlite: Any) -> None:
     await store.aput(("s",), "k", {"v": 1})
     assert (await store.aget(("s",), "k")) is not None
     assert [v.version for v in await store.ahistory(("s",), "k")] == [1]
+
+
+class FailingOnThread(InMemorySaver):
+    """A real InMemorySaver that fails to write one thread (fault injection)."""
+
+    def __init__(self, fragment: str) -> None:
+        super().__init__()
+        self.fragment = fragment
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if self.fragment in config["configurable"]["thread_id"]:
+            raise OSError("disk full")
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+def test_a_failure_part_way_through_a_batch_leaves_memory_agreeing_with_the_log() -> None:
+    saver = FailingOnThread('["zz"]')
+    store = CheckpointerStore(saver)
+    store.put(("a",), "k", {"v": 0})
+    with pytest.raises(StoreError, match="disk full"):
+        store.batch([PutOp(("a",), "k", {"v": 1}), PutOp(("zz",), "k", {"v": 1})])
+    written = store.get(("a",), "k")
+    assert written is not None
+    assert written.value == {"v": 1}  # its checkpoint was acknowledged before the failure
+    assert store.get(("zz",), "k") is None
+    assert store.list_namespaces() == [("a",)]
+    saver.fragment = "nothing"
+    reopened = CheckpointerStore(saver)
+    assert _snapshot(reopened) == _snapshot(store)
+
+
+def _snapshot(store: CheckpointerStore) -> dict[tuple[tuple[str, ...], str], Any]:
+    return {(i.namespace, i.key): i.value for i in store.search((), limit=100)}

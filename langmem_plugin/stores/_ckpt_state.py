@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -125,61 +124,101 @@ class VectorIndex:
         self._size = 0
         self._free: list[int] = []
         self._rows: dict[int, list[int]] = {}
+        self._multi = 0  # slots with more than one row
 
     def __contains__(self, slot: int) -> bool:
         return slot in self._rows
 
-    def _allocate(self) -> int:
-        if self._free:
-            return self._free.pop()
-        if self._size == len(self._owner):
-            grow = len(self._owner)
-            self._matrix = np.vstack([self._matrix, np.zeros((grow, self.dims), dtype=np.float32)])
-            self._owner = np.concatenate([self._owner, np.full(grow, -1, dtype=np.int64)])
-        self._size += 1
-        return self._size - 1
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._size + extra
+        if needed <= len(self._owner):
+            return
+        capacity = max(needed, 2 * len(self._owner))
+        matrix = np.zeros((capacity, self.dims), dtype=np.float32)
+        matrix[: self._size] = self._matrix[: self._size]
+        owner = np.full(capacity, -1, dtype=np.int64)
+        owner[: self._size] = self._owner[: self._size]
+        self._matrix, self._owner = matrix, owner
 
     def set(self, slot: int, vectors: np.ndarray) -> None:
         """Index ``vectors`` (rows) for ``slot``, replacing what it had."""
-        self.remove(slot)
-        if vectors.size == 0:
+        self.set_many([slot], [vectors])
+
+    def set_many(self, slots: Sequence[int], groups: Sequence[np.ndarray]) -> None:
+        """Index each slot's vectors (one matrix copy for all of them)."""
+        for slot in slots:
+            self.remove(slot)
+        groups = [np.asarray(g, dtype=np.float32).reshape(-1, self.dims) for g in groups]
+        total = sum(len(g) for g in groups)
+        if not total:
             return
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        unit = vectors / np.where(norms == 0, 1.0, norms)
-        rows = []
-        for vector in unit:
-            row = self._allocate()
-            self._matrix[row] = vector
-            self._owner[row] = slot
-            rows.append(row)
-        self._rows[slot] = rows
+        stacked = np.concatenate(groups)
+        norms = np.linalg.norm(stacked, axis=1, keepdims=True)
+        stacked /= np.where(norms == 0, 1.0, norms)
+        reuse = min(len(self._free), total)
+        rows = [self._free.pop() for _ in range(reuse)]
+        self._reserve(total - reuse)
+        rows += range(self._size, self._size + total - reuse)
+        self._size += total - reuse
+        row_array = np.asarray(rows, dtype=np.int64)
+        self._matrix[row_array] = stacked
+        start = 0
+        for slot, group in zip(slots, groups, strict=True):
+            if not len(group):
+                continue
+            mine = rows[start : start + len(group)]
+            self._owner[mine] = slot
+            self._rows[slot] = mine
+            self._multi += len(mine) > 1
+            start += len(group)
 
     def remove(self, slot: int) -> None:
-        for row in self._rows.pop(slot, ()):
-            self._owner[row] = -1
-            self._matrix[row] = 0.0
-            self._free.append(row)
+        rows = self._rows.pop(slot, None)
+        if rows is None:
+            return
+        self._multi -= len(rows) > 1
+        self._owner[rows] = -1
+        self._matrix[rows] = 0.0
+        self._free.extend(rows)
 
-    def best(self, query: np.ndarray, slots: Sequence[int]) -> list[float | None]:
-        """The best cosine of each slot's vectors with ``query`` (None for a slot without vectors)."""
+    def best(self, query: np.ndarray, slots: np.ndarray, n_slots: int) -> np.ndarray:
+        """The best cosine of each slot's vectors with ``query`` (NaN for a slot without vectors)."""
         norm = float(np.linalg.norm(query))
         unit = (query / norm if norm else query).astype(np.float32)
-        if not slots:
-            return []
-        indexed = [s for s in slots if s in self._rows]
-        if len(indexed) * 4 < self._size:  # a narrow search: score only the candidates' rows
-            rows = [row for s in indexed for row in self._rows[s]]
-            owners = self._owner[rows]
-            scores = self._matrix[rows] @ unit
+        out = np.full(len(slots), np.nan)
+        if not len(slots) or not self._rows:
+            return out
+        if len(slots) * 4 < self._size:  # a narrow search: score only the candidates' rows
+            for i, slot in enumerate(slots.tolist()):
+                rows = self._rows.get(slot)
+                if rows is not None:
+                    out[i] = float(np.max(self._matrix[rows] @ unit))
+            return out
+        owners = self._owner[: self._size]
+        live = owners >= 0
+        scores = (self._matrix[: self._size] @ unit)[live].astype(np.float64)  # a view: no matrix copy
+        per_slot = np.full(n_slots, -np.inf)
+        if self._multi:
+            np.maximum.at(per_slot, owners[live], scores)
         else:
-            live = self._owner[: self._size] >= 0
-            owners = self._owner[: self._size][live]
-            scores = self._matrix[: self._size][live] @ unit
-        best: dict[int, float] = {}
-        for owner, score in zip(owners.tolist(), scores.tolist(), strict=True):
-            if score > best.get(owner, -math.inf):
-                best[owner] = score
-        return [best.get(s) for s in slots]
+            per_slot[owners[live]] = scores
+        best: np.ndarray = per_slot[slots]
+        best[np.isneginf(best)] = np.nan
+        return best
+
+
+def top_indices(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values`` *and every tie of the k-th* (unordered); NaN never."""
+    candidates = np.nonzero(~np.isnan(values))[0]
+    if len(candidates) <= k:
+        return candidates
+    picked = values[candidates]
+    kth = np.partition(picked, len(picked) - k)[len(picked) - k]
+    chosen: np.ndarray = candidates[picked >= kth]
+    return chosen
 
 
 # --------------------------------------------------------------------------- state
@@ -269,7 +308,11 @@ def ref_from_record(cid: str, record: Mapping[str, Any]) -> VersionRef | None:
 class StoreState:
     """Live items, version references and search indexes of one store.
 
-    Not thread-safe on its own: the store calls it under its lock.
+    Not thread-safe on its own: the store calls it under its lock. Besides the
+    items it keeps, per slot (a small int per live item), ``updated_at`` and
+    expiry as numpy arrays, and every live item in one list sorted by
+    (newest first, namespace, key) — the order of a search without a query — so
+    that such a search stops as soon as it has a page.
     """
 
     def __init__(self, *, mode: Mode, dims: int | None, fields: list[str] | None) -> None:
@@ -282,8 +325,15 @@ class StoreState:
         self.vectors = VectorIndex(dims) if dims and mode != "lexical" else None
         self.lexical = BM25Index() if mode != "semantic" else None
         self._slots: dict[tuple[tuple[str, ...], str], int] = {}
+        self._by_slot: dict[int, Entry] = {}
         self._free_slots: list[int] = []
         self._next_slot = 0
+        self._slot_ts = np.zeros(64)
+        self._slot_expiry = np.full(64, np.inf)
+        self._order: list[tuple[float, tuple[str, ...], str]] = []
+        self._ns_slots: dict[tuple[str, ...], np.ndarray] = {}
+        self._loading = False
+        self._pending_vectors: dict[tuple[tuple[str, ...], str], np.ndarray | None] = {}
 
     # ----------------------------------------------------------------- indexing
 
@@ -307,14 +357,30 @@ class StoreState:
     def _slot(self, namespace: tuple[str, ...], key: str) -> int:
         slot = self._slots.get((namespace, key))
         if slot is None:
-            slot = self._free_slots.pop() if self._free_slots else self._next_slot
-            if slot == self._next_slot:
+            if self._free_slots:
+                slot = self._free_slots.pop()
+            else:
+                slot = self._next_slot
                 self._next_slot += 1
+                if slot >= len(self._slot_ts):
+                    grow = len(self._slot_ts)
+                    self._slot_ts = np.concatenate([self._slot_ts, np.zeros(grow)])
+                    self._slot_expiry = np.concatenate([self._slot_expiry, np.full(grow, np.inf)])
             self._slots[(namespace, key)] = slot
+            self._ns_slots.pop(namespace, None)
         return slot
 
-    def _index(self, entry: Entry, vectors: np.ndarray | None) -> None:
+    def _index(self, entry: Entry, vectors: np.ndarray | None, previous: Entry | None) -> None:
         entry.slot = self._slot(entry.namespace, entry.key)
+        self._by_slot[entry.slot] = entry
+        self._slot_ts[entry.slot] = entry.updated_ts
+        self._slot_expiry[entry.slot] = entry.expires_at.timestamp() if entry.expires_at else np.inf
+        if self._loading:
+            self._pending_vectors[(entry.namespace, entry.key)] = vectors
+            return
+        if previous is not None:
+            self._order_remove(previous)
+        bisect.insort(self._order, (-entry.updated_ts, entry.namespace, entry.key))
         fields = self.fields_for(entry.index)
         if self.vectors is not None:
             if vectors is not None and len(vectors):
@@ -327,15 +393,55 @@ class StoreState:
             else:
                 self.lexical.add(entry.slot, lexical_text(entry.value, fields))
 
-    def _unindex(self, namespace: tuple[str, ...], key: str) -> None:
-        slot = self._slots.pop((namespace, key), None)
+    def _order_remove(self, entry: Entry) -> None:
+        position = bisect.bisect_left(self._order, (-entry.updated_ts, entry.namespace, entry.key))
+        if position < len(self._order) and self._order[position][1:] == (entry.namespace, entry.key):
+            del self._order[position]
+
+    def _unindex(self, entry: Entry) -> None:
+        slot = self._slots.pop((entry.namespace, entry.key), None)
+        self._ns_slots.pop(entry.namespace, None)
         if slot is None:
             return
+        self._by_slot.pop(slot, None)
+        self._slot_expiry[slot] = np.inf
+        if self._loading:
+            self._pending_vectors.pop((entry.namespace, entry.key), None)
+        else:
+            self._order_remove(entry)
         if self.vectors is not None:
             self.vectors.remove(slot)
         if self.lexical is not None:
             self.lexical.remove(slot)
         self._free_slots.append(slot)
+
+    def begin_load(self) -> None:
+        """Fold a log: apply records without indexing them one by one."""
+        self._loading = True
+
+    def finish_load(self) -> list[Entry]:
+        """Index everything folded at once; returns the entries that need vectors and have none."""
+        self._loading = False
+        entries = list(self._by_slot.values())
+        self._order = sorted((-e.updated_ts, e.namespace, e.key) for e in entries)
+        missing: list[Entry] = []
+        if self.vectors is not None:
+            slots, groups = [], []
+            for e in entries:
+                vectors = self._pending_vectors.get((e.namespace, e.key))
+                if vectors is not None and len(vectors):
+                    slots.append(e.slot)
+                    groups.append(vectors)
+                elif self.texts_for(e.value, e.index):
+                    missing.append(e)
+            self.vectors.set_many(slots, groups)
+        if self.lexical is not None:
+            for e in entries:
+                fields = self.fields_for(e.index)
+                if fields != []:
+                    self.lexical.add(e.slot, lexical_text(e.value, fields))
+        self._pending_vectors.clear()
+        return missing
 
     def has_vectors(self, entry: Entry) -> bool:
         return self.vectors is not None and entry.slot in self.vectors
@@ -353,60 +459,114 @@ class StoreState:
     def live_namespaces(self, now: datetime) -> list[tuple[str, ...]]:
         return [ns for ns, entries in self.items.items() if any(not e.expired(now) for e in entries.values())]
 
-    def candidates(
-        self, prefix: tuple[str, ...], match: Callable[[Mapping[str, Any]], bool], now: datetime
-    ) -> list[Entry]:
-        found: list[Entry] = []
-        for namespace, entries in self.items.items():
-            if prefix and not namespace_matches(namespace, prefix=prefix):
-                continue
-            found.extend(e for e in entries.values() if not e.expired(now) and match(e.value))
-        return found
-
-    def rank(
+    def search(
         self,
-        entries: list[Entry],
+        prefix: tuple[str, ...],
+        match: Callable[[Mapping[str, Any]], bool] | None,
         query: str | None,
         query_vector: np.ndarray | None,
         *,
         limit: int,
         offset: int,
+        now: datetime,
     ) -> list[tuple[Entry, float | None]]:
-        """One page of ``entries``: by score when there is a query, else newest first (ties: ns, key)."""
-        wanted = offset + limit
-        if not query:
-            page = heapq.nsmallest(wanted, entries, key=lambda e: (-e.updated_ts, e.namespace, e.key))
-            return [(e, None) for e in page[offset:]]
-        scores = self.scores(entries, query, query_vector)
-        keyed = [
-            (
-                (0, -s, -e.updated_ts, e.namespace, e.key)
-                if s is not None
-                else (1, 0.0, -e.updated_ts, e.namespace, e.key),
-                e,
-                s,
-            )
-            for e, s in zip(entries, scores, strict=True)
-        ]
-        page_keyed = heapq.nsmallest(wanted, keyed, key=lambda t: t[0])
-        return [(e, s) for _, e, s in page_keyed[offset:]]
+        """One page of the live items under ``prefix`` that ``match``.
 
-    def scores(self, entries: list[Entry], query: str, query_vector: np.ndarray | None) -> list[float | None]:
-        slots = [e.slot for e in entries]
-        semantic: list[float | None] | None = None
-        lexical: list[float | None] | None = None
-        if self.vectors is not None and query_vector is not None:
-            semantic = self.vectors.best(query_vector, slots)
-        if self.lexical is not None:
+        By score with a query (unscored ones after), else newest first; ties by namespace, key.
+        """
+        wanted = offset + limit
+        if wanted <= 0:
+            return []
+        spaces = [ns for ns in self.items if not prefix or namespace_matches(ns, prefix=prefix)]
+        size = sum(len(self.items[ns]) for ns in spaces)
+        if not query:
+            if size * 8 < len(self._order):  # a narrow prefix: gather its items
+                found = [
+                    e
+                    for ns in spaces
+                    for e in self.items[ns].values()
+                    if not e.expired(now) and (match is None or match(e.value))
+                ]
+                page = heapq.nsmallest(wanted, found, key=lambda e: (-e.updated_ts, e.namespace, e.key))
+            else:  # walk the whole store in search order; stop at a full page
+                allowed = set(spaces)
+                page = []
+                for _, namespace, key in self._order:
+                    if namespace not in allowed:
+                        continue
+                    e = self.items[namespace][key]
+                    if e.expired(now) or (match is not None and not match(e.value)):
+                        continue
+                    page.append(e)
+                    if len(page) == wanted:
+                        break
+            return [(e, None) for e in page[offset:]]
+        if match is None:
+            slots = self._slots_of(spaces)
+            slots = slots[self._slot_expiry[slots] > now.timestamp()]
+        else:
+            slots = np.fromiter(
+                (
+                    e.slot
+                    for ns in spaces
+                    for e in self.items[ns].values()
+                    if not e.expired(now) and match(e.value)
+                ),
+                dtype=np.int64,
+            )
+        scores = self.scores(slots, query, query_vector)
+        chosen = top_indices(scores, wanted)
+        ranked = sorted(
+            (
+                (-float(scores[i]), -self._slot_ts[slots[i]], self._by_slot[int(slots[i])])
+                for i in chosen.tolist()
+            ),
+            key=lambda t: (t[0], t[1], t[2].namespace, t[2].key),
+        )[:wanted]
+        page_scored: list[tuple[Entry, float | None]] = [(e, -negscore) for negscore, _, e in ranked]
+        if len(page_scored) < wanted:
+            unscored = np.isnan(scores)
+            rest = slots[unscored]
+            recency = np.where(unscored, self._slot_ts[slots], np.nan)[unscored]
+            chosen_rest = top_indices(recency, wanted - len(page_scored))
+            tail = sorted(
+                (self._by_slot[int(rest[i])] for i in chosen_rest.tolist()),
+                key=lambda e: (-e.updated_ts, e.namespace, e.key),
+            )[: wanted - len(page_scored)]
+            page_scored += [(e, None) for e in tail]
+        return page_scored[offset:]
+
+    def _slots_of(self, spaces: list[tuple[str, ...]]) -> np.ndarray:
+        arrays = []
+        for ns in spaces:
+            cached = self._ns_slots.get(ns)
+            if cached is None:
+                cached = np.fromiter((e.slot for e in self.items[ns].values()), dtype=np.int64)
+                self._ns_slots[ns] = cached
+            arrays.append(cached)
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+    def scores(self, slots: np.ndarray, query: str, query_vector: np.ndarray | None) -> np.ndarray:
+        """Each slot's score for ``query`` by the store's mode (NaN: no score)."""
+        semantic: np.ndarray | None = None
+        lexical: np.ndarray | None = None
+        if self.vectors is not None and query_vector is not None and self.mode != "lexical":
+            semantic = self.vectors.best(query_vector, slots, self._next_slot)
+        if self.lexical is not None and self.mode != "semantic":
             bm25 = self.lexical.scores(query)
-            lexical = [bm25.get(s) for s in slots]
-        if self.mode == "semantic" and semantic is not None:
+            per_slot = np.full(self._next_slot, np.nan)
+            if bm25:
+                per_slot[np.fromiter(bm25.keys(), dtype=np.int64)] = np.fromiter(
+                    bm25.values(), dtype=np.float64
+                )
+            lexical = per_slot[slots]
+        if semantic is not None and lexical is not None:
+            return _rrf(semantic, lexical)
+        if semantic is not None:
             return semantic
-        if self.mode == "lexical" and lexical is not None:
+        if lexical is not None:
             return lexical
-        if semantic is None or lexical is None:
-            return semantic or lexical or [None] * len(entries)
-        return _rrf(semantic, lexical)
+        return np.full(len(slots), np.nan)
 
     # ----------------------------------------------------------------- writing
 
@@ -423,6 +583,7 @@ class StoreState:
             entry = self.items.get(namespace, {}).get(key)
             if entry is not None and entry.checkpoint_id == record["of"]:
                 entry.expires_at = parse_time(record["expires_at"])
+                self._slot_expiry[entry.slot] = entry.expires_at.timestamp() if entry.expires_at else np.inf
             return
         ref = ref_from_record(cid, record)
         assert ref is not None
@@ -431,16 +592,18 @@ class StoreState:
         refs.insert(position, ref)
         if position != len(refs) - 1:
             return  # a concurrent newer write already landed
+        entries = self.items.get(namespace)
+        previous = entries.get(key) if entries is not None else None
         if record["op"] == "delete":
-            entries = self.items.get(namespace)
-            if entries is not None and entries.pop(key, None) is not None:
-                self._unindex(namespace, key)
+            if entries is not None and previous is not None:
+                del entries[key]
+                self._unindex(previous)
                 if not entries:
                     del self.items[namespace]
             return
         entry = entry_from_record(namespace, key, cid, record)
         self.items.setdefault(namespace, {})[key] = entry
-        self._index(entry, vectors)
+        self._index(entry, vectors, previous)
 
     def apply_many(self, writes: Iterable[tuple[tuple[str, ...], str, str, Mapping[str, Any], Any]]) -> None:
         for namespace, key, cid, record, vectors in writes:
@@ -453,11 +616,12 @@ class StoreState:
         return sorted(k for (ns, k) in self.versions if ns == namespace)
 
 
-def _rrf(semantic: list[float | None], lexical: list[float | None]) -> list[float | None]:
-    """Reciprocal-rank fusion (k=60) of two score lists over the same candidates."""
-    fused: list[float | None] = [None] * len(semantic)
+def _rrf(semantic: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """Reciprocal-rank fusion (k=60) of two score arrays over the same candidates (NaN: not ranked)."""
+    fused = np.full(len(semantic), np.nan)
     for scores in (semantic, lexical):
-        ranked = sorted((i for i, s in enumerate(scores) if s is not None), key=lambda i: -(scores[i] or 0.0))
-        for rank, i in enumerate(ranked):
-            fused[i] = (fused[i] or 0.0) + 1.0 / (_RRF_K + rank + 1)
+        ranked = np.nonzero(~np.isnan(scores))[0]
+        ranked = ranked[np.argsort(-scores[ranked], kind="stable")]
+        contribution = 1.0 / (_RRF_K + np.arange(1, len(ranked) + 1))
+        fused[ranked] = np.where(np.isnan(fused[ranked]), 0.0, fused[ranked]) + contribution
     return fused

@@ -30,12 +30,17 @@ served from memory and each write updates them once the checkpointer has
 acknowledged it. A write returns only after the checkpointer's ``put`` has
 returned, so with ``SqliteSaver`` (which commits each checkpoint) a SIGKILL
 loses no acknowledged write. A batch that touches several namespaces writes one
-checkpoint per namespace; it is not atomic across them.
+checkpoint (one commit) per namespace; it is not atomic across them.
+
+One process writes a given store: its in-process indexes do not follow writes
+made by another process to the same checkpointer until that store is reopened
+(several stores can share one saver, each under its own ``name``).
 
 History: :meth:`CheckpointerStore.history` lists every version of an item
 (``value=None`` for a deletion), :meth:`~CheckpointerStore.restore` writes an old
 version back, :meth:`~CheckpointerStore.namespace_at` shows a namespace as it was
-at a past time.
+at a past time (TTL refreshes by reads are not part of that timeline: an item
+counts as expired at the expiry its version was written with).
 
 Search
 ------
@@ -64,6 +69,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import json
 import re
 import threading
@@ -291,9 +297,11 @@ class CheckpointerStore(BaseStore):
     def start_ttl_sweeper(self) -> None:
         """Start the TTL sweeper thread when ``sweep_interval_minutes`` is configured."""
         interval = self._ttl.sweep_interval_minutes
-        if interval is not None and self._sweeper is None:
+        with self._lock:
+            if interval is None or self._sweeper is not None:
+                return
             self._sweeper = TTLSweeper(self.sweep_ttl, interval, name=f"langmem-ckpt-sweeper-{self.name}")
-            self._sweeper.start()
+        self._sweeper.start()
 
     def close(self) -> None:
         """Stop the sweeper. The checkpointer is yours: it is not closed."""
@@ -368,6 +376,7 @@ class CheckpointerStore(BaseStore):
         for saved in cast(list[CheckpointTuple], registry):
             for labels in saved.checkpoint["channel_values"].values():
                 namespaces.add(tuple(labels))
+        state.begin_load()
         for namespace in sorted(namespaces):
             thread = namespace_thread(self.name, namespace)
             saved_list = cast(list[CheckpointTuple], (yield _List(self._config(thread))))
@@ -388,21 +397,17 @@ class CheckpointerStore(BaseStore):
             if saved_list:
                 state.heads[thread] = saved_list[-1].checkpoint["id"]
             state.registered.add(namespace)
-        missing = [
-            e
-            for entries in state.items.values()
-            for e in entries.values()
-            if not state.has_vectors(e) and state.texts_for(e.value, e.index)
-        ]
+        missing = state.finish_load()
         if missing:  # written without (or with other) embeddings: embed once now
             texts = [state.texts_for(e.value, e.index) for e in missing]
             flat = yield _Embed([t for group in texts for t in group])
             vectors = np.asarray(flat, dtype=np.float32)
-            start = 0
-            for entry, group in zip(missing, texts, strict=True):
-                assert state.vectors is not None
-                state.vectors.set(entry.slot, vectors[start : start + len(group)])
-                start += len(group)
+            bounds = np.cumsum([0] + [len(group) for group in texts])
+            assert state.vectors is not None
+            state.vectors.set_many(
+                [e.slot for e in missing],
+                [vectors[a:b] for a, b in itertools.pairwise(bounds)],
+            )
         with self._lock:
             if self._state is None:
                 self._state = state
@@ -462,8 +467,15 @@ class CheckpointerStore(BaseStore):
                 if entry is not None and self._ttl.refresh(op.refresh_ttl):
                     refresh[(entry.namespace, entry.key)] = entry
             elif isinstance(op, SearchOp):
-                entries = state.candidates(tuple(op.namespace_prefix), compile_filter(op.filter), now)
-                page = state.rank(entries, op.query, query_vectors.get(i), limit=op.limit, offset=op.offset)
+                page = state.search(
+                    tuple(op.namespace_prefix),
+                    compile_filter(op.filter) if op.filter else None,
+                    op.query,
+                    query_vectors.get(i),
+                    limit=op.limit,
+                    offset=op.offset,
+                    now=now,
+                )
                 results.append([e.search_item(score) for e, score in page])
                 if self._ttl.refresh(op.refresh_ttl):
                     for e, _ in page:
@@ -525,37 +537,44 @@ class CheckpointerStore(BaseStore):
         return _Write(namespace, op.key, record, vectors)
 
     def _write(self, state: StoreState, writes: list[_Write]) -> _Steps[None]:
-        """Write one checkpoint per namespace (registering new namespaces first), then apply them."""
+        """Write one checkpoint per namespace (registering new namespaces first), applying each once written.
+
+        Each checkpoint is applied to memory as soon as the saver acknowledges it, so
+        a failure part-way leaves memory agreeing with what was written.
+        """
         if not writes:
             return
         by_namespace: dict[tuple[str, ...], list[_Write]] = {}
         for w in writes:
             by_namespace.setdefault(w.namespace, []).append(w)
-        requests: list[_Put] = []
-        applied: list[tuple[tuple[str, ...], str, str, dict[str, Any], np.ndarray | None]] = []
+        steps: list[
+            tuple[_Put, list[tuple[tuple[str, ...], str, str, dict[str, Any], np.ndarray | None]]]
+        ] = []
         with self._lock:
             new = [ns for ns in by_namespace if ns not in state.registered]
             now_text = self._clock().isoformat()
             if new:
                 registry = registry_thread(self.name)
                 channels = {namespace_thread(self.name, ns): list(ns) for ns in new}
-                requests.append(self._checkpoint(state, registry, channels, now_text))
+                steps.append((self._checkpoint(state, registry, channels, now_text), []))
                 state.registered.update(new)
             for namespace, group in by_namespace.items():
                 thread = namespace_thread(self.name, namespace)
                 put = self._checkpoint(state, thread, {w.key: w.record for w in group}, now_text)
-                requests.append(put)
                 cid = put.checkpoint["id"]
-                applied.extend((namespace, w.key, cid, w.record, w.vectors) for w in group)
+                steps.append((put, [(namespace, w.key, cid, w.record, w.vectors) for w in group]))
+        written = 0
         try:
-            for request in requests:  # noqa: UP028 - results are sent back in; a list iterator takes none
+            for request, applied in steps:
                 yield request
+                written += 1
+                with self._lock:
+                    state.apply_many(applied)
         except BaseException:
-            with self._lock:
-                state.registered.difference_update(new)
+            if new and written == 0:  # the registry checkpoint itself failed
+                with self._lock:
+                    state.registered.difference_update(new)
             raise
-        with self._lock:
-            state.apply_many(applied)
 
     def _checkpoint(self, state: StoreState, thread: str, channels: dict[str, Any], ts: str) -> _Put:
         cid = str(uuid6(clock_seq=0))

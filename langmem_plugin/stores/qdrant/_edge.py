@@ -38,7 +38,7 @@ from langmem_plugin.stores.qdrant._plan import (
     Query,
     Range,
     Retrieve,
-    ScrollIds,
+    Scroll,
     SetPayload,
     Upsert,
 )
@@ -197,11 +197,16 @@ class EdgeEngine:
         if isinstance(call, SetPayload):
             shard.update(qe.UpdateOperation.set_payload(list(call.ids), call.payload))
             return None
-        if isinstance(call, ScrollIds):
-            records, _ = shard.scroll(
-                qe.ScrollRequest(limit=call.limit, filter=_filter(call.filter), with_payload=False)
+        if isinstance(call, Scroll):
+            request = qe.ScrollRequest(
+                offset=call.offset,
+                limit=call.limit,
+                filter=_filter(call.filter),
+                with_payload=call.with_payload,
             )
-            return [str(r.id) for r in records]
+            records, next_offset = shard.scroll(request)
+            hits = [Hit(str(r.id), r.payload or {}) for r in records]
+            return hits, str(next_offset) if next_offset is not None else None
         if isinstance(call, Facet):
             response = shard.facet(
                 qe.FacetRequest(call.key, limit=call.limit, exact=True, filter=_filter(call.filter))

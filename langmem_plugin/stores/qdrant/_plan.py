@@ -15,7 +15,7 @@ The point layout (one Qdrant point per item):
 - payload ``ns``: the namespace as a JSON array string (keyword index, used to
   list namespaces); ``ns_prefix``: every prefix of it, each a JSON array string
   (keyword index, tenant-aware), so "namespace starts with P" is one keyword
-  match; ``namespace`` and ``key`` as given; ``value`` the item's value;
+  match; ``key`` as given; ``value`` the item's value;
   ``created_us`` / ``updated_us`` / ``expires_us`` microseconds since the epoch
   (integer indexes; an item without TTL expires at :data:`NEVER_US`); ``ttl``
   in minutes, or null; ``indexed``: 1 when the item has a search vector, else 0;
@@ -27,6 +27,7 @@ The point layout (one Qdrant point per item):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -56,8 +57,11 @@ from langmem_plugin.stores._common import (
     final_puts,
     index_texts,
     parse_filter,
+    validate_namespace,
     validate_op,
+    validate_value,
 )
+from langmem_plugin.stores._transfer import StoredItem
 
 __all__ = [
     "DENSE",
@@ -80,7 +84,7 @@ __all__ = [
     "Query",
     "Range",
     "Retrieve",
-    "ScrollIds",
+    "Scroll",
     "SearchMode",
     "SetPayload",
     "Upsert",
@@ -88,6 +92,8 @@ __all__ = [
     "ns_token",
     "point_id",
     "run_batch",
+    "run_export_page",
+    "run_import",
     "run_sweep",
     "to_us",
 ]
@@ -264,11 +270,16 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
-class ScrollIds:
-    """Up to ``limit`` ids of points matching ``filter`` → ``list[str]``."""
+class Scroll:
+    """A page of points matching ``filter``, in id order, from id ``offset`` on.
+
+    → ``(list[Hit], next_offset)``; ``next_offset`` is None after the last page.
+    """
 
     filter: Filter
     limit: int
+    offset: str | None = None
+    with_payload: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +305,7 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
-EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | ScrollIds | Facet
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet
 Call = EngineCall | EmbedDocuments | EmbedQueries
 Plan = Generator[Call, Any, list[Result]]
 
@@ -358,12 +369,27 @@ def _native(conditions: Iterable[Condition]) -> tuple[Cond, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=4096)
+def _ns_fields(namespace: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The ``ns`` and ``ns_prefix`` payload fields of a namespace."""
+    return ns_token(namespace), [ns_token(namespace[:n]) for n in range(1, len(namespace) + 1)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _namespace_of(token: str) -> tuple[str, ...]:
+    return tuple(json.loads(token))
+
+
+def _ns_of(hit: Hit) -> tuple[str, ...]:
+    return _namespace_of(hit.payload["ns"])
+
+
 def _item_of(hit: Hit) -> Item:
     p = hit.payload
     return Item(
         value=p["value"],
         key=p["key"],
-        namespace=tuple(p["namespace"]),
+        namespace=_ns_of(hit),
         created_at=from_us(p["created_us"]),
         updated_at=from_us(p["updated_us"]),
     )
@@ -372,7 +398,7 @@ def _item_of(hit: Hit) -> Item:
 def _search_item_of(hit: Hit, score: float | None) -> SearchItem:
     p = hit.payload
     return SearchItem(
-        namespace=tuple(p["namespace"]),
+        namespace=_ns_of(hit),
         key=p["key"],
         value=p["value"],
         created_at=from_us(p["created_us"]),
@@ -382,7 +408,7 @@ def _search_item_of(hit: Hit, score: float | None) -> SearchItem:
 
 
 def _tiebreak(hit: Hit) -> tuple[tuple[str, ...], str]:
-    return tuple(hit.payload["namespace"]), hit.payload["key"]
+    return _ns_of(hit), hit.payload["key"]
 
 
 def _string_leaves(value: Any) -> list[str]:
@@ -395,14 +421,19 @@ def _string_leaves(value: Any) -> list[str]:
     return []
 
 
-def _texts_for(config: PlanConfig, op: PutOp, value: Mapping[str, Any]) -> list[str]:
+def _texts_for(
+    config: PlanConfig, index: Literal[False] | list[str] | None, value: Mapping[str, Any]
+) -> list[str]:
     """The texts an item is indexed by (empty: not indexed)."""
-    if op.index is False:
+    if index is False:
         return []
-    fields = list(op.index) if op.index is not None else config.fields
+    fields = list(index) if index is not None else config.fields
     if config.dims is None and fields is None:
         return _string_leaves(value)  # lexical only: the words, not the JSON keys
     return index_texts(value, fields)
+
+
+_ALL = 1_000_000  # "every match" for a query whose filter already bounds the result
 
 
 def _fetch(
@@ -410,13 +441,16 @@ def _fetch(
     need: int,
     check: Callable[[Hit], bool],
     primary: Callable[[Hit], float],
+    tied: Callable[[float], Query] | None = None,
 ) -> Generator[Call, Any, tuple[list[Hit], bool]]:
     """Fetch hits in the engine's order until ``need`` of them pass ``check`` (the exact filter).
 
-    Also fetches until the group of hits tied with the ``need``-th one on
+    Also makes sure the group of hits tied with the ``need``-th one on
     ``primary`` is complete, so that sorting ties by namespace and key gives the
-    same order whatever the page size: pagination stays stable. Returns the
-    hits that pass and whether the engine had no more.
+    same order whatever the page size: pagination stays stable. ``tied(value)``,
+    when given, queries that whole group at once (items written by one batch
+    share their timestamp); otherwise the fetch grows until the group ends.
+    Returns the hits that pass and whether the engine had no more.
     """
     if need <= 0:
         return [], False
@@ -426,8 +460,14 @@ def _fetch(
         kept = [h for h in hits if check(h)]
         if len(hits) < fetch:
             return kept, True
-        if len(kept) >= need and primary(hits[-1]) != primary(kept[need - 1]):
-            return kept, False
+        if len(kept) >= need:
+            boundary = primary(kept[need - 1])
+            if primary(hits[-1]) != boundary:
+                return kept, False
+            if tied is not None:
+                group: list[Hit] = yield tied(boundary)
+                above = [h for h in kept if primary(h) != boundary]  # all better: the engine's order
+                return above + [h for h in group if check(h)], False
         fetch *= 2
 
 
@@ -465,12 +505,16 @@ def run_batch(config: PlanConfig, ops: Sequence[Op], now: datetime) -> Plan:
     error and nothing is written. Reads see the state before the batch's
     writes; of two puts to one key the later wins.
     """
-    for op in ops:
-        validate_op(op)
-        if (
-            isinstance(op, PutOp)
-            and op.ttl is not None
-            and not (isinstance(op.ttl, int | float) and not isinstance(op.ttl, bool) and op.ttl > 0)
+    values: dict[int, dict[str, Any]] = {}  # validated copies of the put values, by op index
+    for i, op in enumerate(ops):
+        if not isinstance(op, PutOp):
+            validate_op(op)
+            continue
+        validate_namespace(op.namespace)
+        if op.value is not None:
+            values[i] = validate_value(op.value)
+        if op.ttl is not None and not (
+            isinstance(op.ttl, int | float) and not isinstance(op.ttl, bool) and op.ttl > 0
         ):
             raise InvalidValueError(f"ttl must be a positive number of minutes or None, got {op.ttl!r}")
     now_us = to_us(now)
@@ -478,9 +522,10 @@ def run_batch(config: PlanConfig, ops: Sequence[Op], now: datetime) -> Plan:
     refresh = _Refresh()
 
     puts = final_puts((i, op) for i, op in enumerate(ops) if isinstance(op, PutOp))
+    put_ids = {(ns, key): point_id(ns, key) for ns, key in puts}
     gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
     wanted = {point_id(op.namespace, op.key) for _, op in gets}
-    wanted |= {point_id(ns, key) for (ns, key), (_, op) in puts.items() if op.value is not None}
+    wanted |= {put_ids[nk] for nk, (_, op) in puts.items() if op.value is not None}
     existing: dict[str, Hit] = {}
     if wanted:
         found: list[Hit] = yield Retrieve(tuple(sorted(wanted)))
@@ -513,38 +558,74 @@ def run_batch(config: PlanConfig, ops: Sequence[Op], now: datetime) -> Plan:
 
     yield from refresh.calls(now_us)
 
-    yield from _write(config, puts.values(), existing, now_us)
+    writes = [(put_ids[nk], op, values.get(i)) for nk, (i, op) in puts.items()]
+    yield from _write(config, writes, existing, now_us)
     return results
 
 
-def _checked(config: PlanConfig, vector: Sequence[float]) -> list[float]:
+def _checked(config: PlanConfig, vector: Any) -> list[float]:
     if len(vector) != config.dims:
         raise ConfigurationError(
             f"the embeddings returned vectors of {len(vector)} dimensions but the IndexConfig says "
             f"dims={config.dims}. Fix: set 'dims' to the embedder's dimension."
         )
-    return [float(x) for x in vector]
+    return vector if isinstance(vector, list) else [float(x) for x in vector]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """An item to write, with its timestamps decided."""
+
+    pid: str
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None
+    created_us: int
+    updated_us: int
+    ttl: float | None
+    expires_us: int
 
 
 def _write(
-    config: PlanConfig, puts: Iterable[tuple[int, PutOp]], existing: Mapping[str, Hit], now_us: int
+    config: PlanConfig,
+    puts: Iterable[tuple[str, PutOp, dict[str, Any] | None]],
+    existing: Mapping[str, Hit],
+    now_us: int,
 ) -> Generator[Call, Any, None]:
     deletes: list[str] = []
-    staged: list[tuple[PutOp, str, dict[str, Any], list[str]]] = []
-    for _, op in puts:
-        pid = point_id(op.namespace, op.key)
-        if op.value is None:
+    entries: list[_Entry] = []
+    for pid, op, value in puts:
+        if value is None:
             deletes.append(pid)
             continue
-        value = json.loads(json.dumps(op.value, ensure_ascii=False))  # validated: a JSON object
-        staged.append((op, pid, value, _texts_for(config, op, value)))
+        old = existing.get(pid)
+        ttl = float(op.ttl) if op.ttl is not None else None
+        entries.append(
+            _Entry(
+                pid=pid,
+                namespace=tuple(op.namespace),
+                key=op.key,
+                value=value,
+                index=op.index,
+                created_us=int(old.payload["created_us"]) if old is not None else now_us,
+                updated_us=now_us,
+                ttl=ttl,
+                expires_us=now_us + _minutes_us(ttl) if ttl is not None else NEVER_US,
+            )
+        )
     if deletes:
         yield Delete(tuple(deletes))
-    if not staged:
+    yield from _upsert(config, entries)
+
+
+def _upsert(config: PlanConfig, entries: Sequence[_Entry]) -> Generator[Call, Any, None]:
+    if not entries:
         return
+    texts_of = [_texts_for(config, e.index, e.value) for e in entries]
     dense_of: dict[str, list[float]] = {}
     if config.dims is not None:
-        unique = sorted({t for *_, texts in staged for t in texts})
+        unique = sorted({t for texts in texts_of for t in texts})
         if unique:
             vectors: list[list[float]] = yield EmbedDocuments(tuple(unique))
             if len(vectors) != len(unique):
@@ -553,26 +634,22 @@ def _write(
                 )
             dense_of = dict(zip(unique, (_checked(config, v) for v in vectors), strict=True))
     points: list[PointData] = []
-    for op, pid, value, texts in staged:
-        ns = tuple(op.namespace)
-        old = existing.get(pid)
-        created_us = int(old.payload["created_us"]) if old is not None else now_us
-        ttl = float(op.ttl) if op.ttl is not None else None
+    for e, texts in zip(entries, texts_of, strict=True):
+        token, prefixes = _ns_fields(e.namespace)
         sparse = config.encoder.encode_document("\n".join(texts)) if texts else None
         dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
         payload = {
-            "ns": ns_token(ns),
-            "ns_prefix": [ns_token(ns[:n]) for n in range(1, len(ns) + 1)],
-            "namespace": list(ns),
-            "key": op.key,
-            "value": value,
-            "created_us": created_us,
-            "updated_us": now_us,
-            "expires_us": now_us + _minutes_us(ttl) if ttl is not None else NEVER_US,
-            "ttl": ttl,
+            "ns": token,
+            "ns_prefix": prefixes,
+            "key": e.key,
+            "value": e.value,
+            "created_us": e.created_us,
+            "updated_us": e.updated_us,
+            "expires_us": e.expires_us,
+            "ttl": e.ttl,
             "indexed": int(bool(dense) if config.dims is not None else bool(sparse)),
         }
-        points.append(PointData(pid, payload, dense, sparse if sparse else None))
+        points.append(PointData(e.pid, payload, dense, sparse if sparse else None))
     yield Upsert(tuple(points))
 
 
@@ -589,7 +666,9 @@ def _search(
     limit, offset = max(op.limit, 0), max(op.offset, 0)
     need = offset + limit
     if not op.query:
-        hits, _ = yield from _fetch(lambda n: Query(base, OrderBy("updated_us"), n), need, check, _updated)
+        hits, _ = yield from _fetch(
+            lambda n: Query(base, OrderBy("updated_us"), n), need, check, _updated, _tied(base)
+        )
         hits.sort(key=lambda h: (-_updated(h), *_tiebreak(h)))
         window = hits[offset:need]
         return [_search_item_of(h, None) for h in window], window
@@ -611,12 +690,20 @@ def _search(
             need - len(scored),
             check,
             _updated,
+            _tied(base.and_(Match("indexed", 0))),
         )
         rest.sort(key=lambda h: (-_updated(h), *_tiebreak(h)))
         unscored = rest
     ranked: list[tuple[Hit, float | None]] = [(h, h.score) for h in scored] + [(h, None) for h in unscored]
     page = ranked[offset:need]
     return [_search_item_of(h, s) for h, s in page], [h for h, _ in page]
+
+
+def _tied(base: Filter) -> Callable[[float], Query]:
+    def tied(updated: float) -> Query:
+        return Query(base.and_(Range("updated_us", gte=updated, lte=updated)), OrderBy("updated_us"), _ALL)
+
+    return tied
 
 
 def _updated(hit: Hit) -> float:
@@ -675,9 +762,58 @@ def run_sweep(now: datetime, *, page: int = 1000) -> Generator[Call, Any, int]:
     expired = Filter((Range("expires_us", lte=float(to_us(now))),))
     removed = 0
     while True:
-        ids: list[str] = yield ScrollIds(expired, page)
-        if ids:
-            yield Delete(tuple(ids))
-            removed += len(ids)
-        if len(ids) < page:
+        hits, _ = yield Scroll(expired, page, None, with_payload=False)
+        if hits:
+            yield Delete(tuple(h.id for h in hits))
+            removed += len(hits)
+        if len(hits) < page:
             return removed
+
+
+def run_export_page(
+    prefix: Sequence[str], now: datetime, offset: str | None, *, page: int = 500
+) -> Generator[Call, Any, tuple[list[StoredItem], str | None]]:
+    """One page of live items under ``prefix`` with their TTL, and the offset of the next page."""
+    hits, next_offset = yield Scroll(_live(to_us(now), prefix), page, offset, with_payload=True)
+    items = []
+    for hit in hits:
+        p = hit.payload
+        expires = int(p["expires_us"])
+        items.append(
+            StoredItem(
+                namespace=_ns_of(hit),
+                key=p["key"],
+                value=p["value"],
+                created_at=from_us(p["created_us"]),
+                updated_at=from_us(p["updated_us"]),
+                ttl=float(p["ttl"]) if p.get("ttl") is not None else None,
+                expires_at=from_us(expires) if expires != NEVER_US else None,
+            )
+        )
+    return items, next_offset
+
+
+def run_import(config: PlanConfig, items: Sequence[StoredItem], now: datetime) -> Generator[Call, Any, int]:
+    """Write exported items as they are (timestamps and expiry kept); expired ones are skipped."""
+    now_us = to_us(now)
+    entries: dict[str, _Entry] = {}
+    for item in items:
+        namespace = validate_namespace(item.namespace)
+        expires_us = to_us(item.expires_at) if item.expires_at is not None else NEVER_US
+        if expires_us <= now_us:
+            continue
+        pid = point_id(namespace, item.key)
+        entry = _Entry(
+            pid=pid,
+            namespace=namespace,
+            key=item.key,
+            value=validate_value(item.value),
+            index=None,
+            created_us=to_us(item.created_at),
+            updated_us=to_us(item.updated_at),
+            ttl=item.ttl,
+            expires_us=expires_us,
+        )
+        entries[pid] = entry  # the later of two lines for one key wins
+    yield from _upsert(config, list(entries.values()))
+    return len(entries)

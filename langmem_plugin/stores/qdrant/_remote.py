@@ -41,7 +41,7 @@ from langmem_plugin.stores.qdrant._plan import (
     Query,
     Range,
     Retrieve,
-    ScrollIds,
+    Scroll,
     SetPayload,
     Upsert,
 )
@@ -92,6 +92,12 @@ def _integer_range() -> models.IntegerIndexParams:
     return models.IntegerIndexParams(
         type=models.IntegerIndexType.INTEGER, lookup=False, range=True, enable_hnsw=False
     )
+
+
+def _page(result: tuple[list[models.Record], Any]) -> tuple[list[Hit], str | None]:
+    records, next_offset = result
+    hits = [Hit(str(r.id), r.payload or {}) for r in records]
+    return hits, str(next_offset) if next_offset is not None else None
 
 
 Request = tuple[str, dict[str, Any], Callable[[Any], Any]]
@@ -218,15 +224,16 @@ class ClientEngine:
                 "wait": True,
             }
             return "set_payload", kwargs, lambda _: None
-        if isinstance(call, ScrollIds):
+        if isinstance(call, Scroll):
             kwargs = {
                 "collection_name": name,
                 "scroll_filter": _filter(call.filter),
                 "limit": call.limit,
-                "with_payload": False,
+                "offset": call.offset,
+                "with_payload": call.with_payload,
                 "with_vectors": False,
             }
-            return "scroll", kwargs, lambda result: [str(r.id) for r in result[0]]
+            return "scroll", kwargs, _page
         if isinstance(call, Facet):
             kwargs = {
                 "collection_name": name,

@@ -7,7 +7,7 @@ import copy
 import inspect
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, cast
@@ -19,7 +19,8 @@ from langgraph.store.base.embed import ensure_embeddings
 from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock, validate_namespace
+from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores.qdrant._edge import EdgeEngine
 from langmem_plugin.stores.qdrant._plan import (
     Call,
@@ -28,6 +29,8 @@ from langmem_plugin.stores.qdrant._plan import (
     PlanConfig,
     SearchMode,
     run_batch,
+    run_export_page,
+    run_import,
     run_sweep,
 )
 from langmem_plugin.stores.qdrant._remote import ClientEngine
@@ -292,6 +295,37 @@ class QdrantStore(BaseStore):
         """:meth:`batch` with native async I/O."""
         await self.asetup()
         return cast(list[Result], await self._adrive(run_batch(self._config, list(ops), self._clock())))
+
+    # ------------------------------------------------------------------ export and import
+
+    def export_items(self, prefix: tuple[str, ...] = ()) -> Iterator[StoredItem]:
+        """Every live item under ``prefix``, with timestamps and TTL (for :mod:`.._transfer`).
+
+        Pages are read lazily; no read refreshes a TTL.
+        """
+        self.setup()
+        now = self._clock()
+        offset: str | None = None
+        while True:
+            items, offset = self._drive(
+                run_export_page(validate_namespace(prefix, for_write=False), now, offset)
+            )
+            yield from items
+            if offset is None:
+                return
+
+    def import_items(self, items: Iterable[StoredItem]) -> int:
+        """Write exported items exactly (values, timestamps, expiry); returns how many were written.
+
+        All items are validated before the first write. Items already expired are skipped.
+        """
+        self.setup()
+        return cast(int, self._drive(run_import(self._config, list(items), self._clock())))
+
+    async def aimport_items(self, items: Iterable[StoredItem]) -> int:
+        """:meth:`import_items`, from async code."""
+        await self.asetup()
+        return cast(int, await self._adrive(run_import(self._config, list(items), self._clock())))
 
     # ------------------------------------------------------------------ TTL and maintenance
 

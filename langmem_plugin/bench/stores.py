@@ -1,0 +1,362 @@
+"""``langmem-plugin bench stores``: QdrantStore beside the stores a LangGraph user would otherwise pick.
+
+Measured in one run, on this machine, with the *same precomputed vectors* for
+every store (a lookup table stands in for the embedder, so the store is
+measured, not the model):
+
+- QdrantStore, embedded (Qdrant Edge in this process, on a temporary directory);
+- QdrantStore over qdrant-client's local mode (``location=":memory:"``);
+- LangGraph's InMemoryStore;
+- ``langgraph-store-qdrant`` 0.1.0 on qdrant-client's local mode (it needs a
+  server ≥ 1.16 otherwise; no server can be installed here);
+- LangGraph's SqliteStore on ``pysqlite3-binary`` (its vector search needs
+  SQLite extension loading, which this Python's sqlite3 lacks).
+
+The data: ``size`` items in one namespace, ``("bench", "target")``, among 99
+other namespaces of 10 items each. Every search targets that namespace. The
+metrics: batched put throughput (batches of 500), get p50, filtered search
+(``{"kind": "fact"}``, no query) p50/p95, vector search p50/p95, hybrid search
+(dense + BM25, fused in the engine; QdrantStore only) p50/p95, reopen time
+(close, open, first get) and disk size, then ratios of each peer to the
+embedded QdrantStore. Peers that scan in Python are given a time budget per
+metric rather than a fixed number of calls, and are skipped above
+``slow_peer_max`` items. The peers come with ``pip install 'langmem-plugin[bench]'``.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+
+from langmem_plugin.bench._report import format_table, percentile
+from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.errors import MissingDependencyError
+
+__all__ = ["PEERS", "StoreRow", "StoresBenchResult", "run_stores_bench"]
+
+DIMS = 384
+TARGET = ("bench", "target")
+PEERS = ("qdrant-embedded", "qdrant-memory", "inmemory", "langgraph-store-qdrant", "sqlite")
+_SLOW = {"qdrant-memory", "langgraph-store-qdrant"}
+
+
+class _Precomputed(Embeddings):
+    """The same vectors for every store: a lookup table of texts (documents and queries)."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+        self.dims = DIMS
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.vectors[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[text]
+
+
+@dataclass
+class StoreRow:
+    """One store's numbers (seconds; None: not measured or not supported)."""
+
+    name: str
+    put_per_s: float | None = None
+    get_p50: float | None = None
+    filtered: tuple[float, float] | None = None
+    vector: tuple[float, float] | None = None
+    hybrid: tuple[float, float] | None = None
+    reopen_s: float | None = None
+    disk_bytes: int | None = None
+    note: str = ""
+
+
+@dataclass
+class StoresBenchResult:
+    """Every number of one size."""
+
+    size: int
+    rows: list[StoreRow] = field(default_factory=list)
+
+    def table(self) -> str:
+        """The measurements, then each peer's ratio to the embedded QdrantStore."""
+
+        def ms(x: float | None) -> str:
+            return "—" if x is None else f"{x * 1000:.2f}"
+
+        def pair(x: tuple[float, float] | None) -> str:
+            return "—" if x is None else f"{x[0] * 1000:.2f} / {x[1] * 1000:.2f}"
+
+        rows = [
+            [
+                r.name,
+                f"{r.put_per_s:,.0f}" if r.put_per_s else "—",
+                ms(r.get_p50),
+                pair(r.filtered),
+                pair(r.vector),
+                pair(r.hybrid),
+                "—" if r.reopen_s is None else f"{r.reopen_s:.2f}",
+                "—" if r.disk_bytes is None else f"{r.disk_bytes / 2**20:.1f}",
+                r.note,
+            ]
+            for r in self.rows
+        ]
+        headers = [
+            "store",
+            "puts/s",
+            "get p50 ms",
+            "filtered p50/p95 ms",
+            "vector p50/p95 ms",
+            "hybrid p50/p95 ms",
+            "reopen s",
+            "disk MiB",
+            "note",
+        ]
+        out = [f"{self.size:,} items in {TARGET} among 100 namespaces", format_table(headers, rows)]
+        ours = next((r for r in self.rows if r.name == "qdrant-embedded" and r.put_per_s), None)
+        if ours is not None:
+            ratio_rows = []
+            for r in self.rows:
+                if r is ours or not r.put_per_s:
+                    continue
+                ratio_rows.append(
+                    [
+                        r.name,
+                        _ratio(r.put_per_s and 1 / r.put_per_s, ours.put_per_s and 1 / ours.put_per_s),
+                        _ratio(r.get_p50, ours.get_p50),
+                        _ratio(r.filtered and r.filtered[0], ours.filtered and ours.filtered[0]),
+                        _ratio(r.vector and r.vector[0], ours.vector and ours.vector[0]),
+                    ]
+                )
+            out += [
+                "",
+                "how many times faster the embedded QdrantStore is (peer time / ours; p50)",
+                format_table(["peer", "puts", "get", "filtered search", "vector search"], ratio_rows),
+            ]
+        return "\n".join(out)
+
+
+def _ratio(theirs: float | None, ours: float | None) -> str:
+    if not theirs or not ours:
+        return "—"
+    value = theirs / ours
+    return f"{value:.1f}x" if value >= 1 else f"{value:.2g}x"
+
+
+# ---------------------------------------------------------------------- data
+
+
+@dataclass
+class _Data:
+    puts: list[PutOp]
+    queries: list[str]
+    keys: list[str]
+    embeddings: _Precomputed
+
+
+def _data(size: int, queries: int, seed: int = 11) -> _Data:
+    rng = np.random.default_rng(seed)
+    texts = sample_sentences(size + 990, seed=seed)
+    query_texts = [f"query {i}: {t}" for i, t in enumerate(random.Random(seed).sample(texts, queries))]
+    vectors = rng.standard_normal((len(texts) + len(query_texts), DIMS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    table = {t: vectors[i].tolist() for i, t in enumerate([*texts, *query_texts])}
+    puts: list[PutOp] = []
+    keys: list[str] = []
+    for i, text in enumerate(texts):
+        ns = TARGET if i < size else ("bench", f"other{i % 99}")
+        key = f"m{i:07d}"
+        if i < size:
+            keys.append(key)
+        puts.append(PutOp(ns, key, {"text": text, "kind": "fact" if i % 4 == 0 else "episode", "n": i % 10}))
+    random.Random(seed).shuffle(puts)
+    return _Data(puts, query_texts, keys, _Precomputed(table))
+
+
+def _index(data: _Data) -> dict[str, Any]:
+    return {"dims": DIMS, "embed": data.embeddings, "fields": ["text"], "text_fields": ["text"]}
+
+
+# ---------------------------------------------------------------------- peers
+
+
+@dataclass
+class _Peer:
+    """How to open (and reopen) one store."""
+
+    store: BaseStore
+    reopen: Callable[[], BaseStore] | None = None
+    close: Callable[[], None] = lambda: None
+    disk: Callable[[], int] | None = None
+    vector: Callable[[str], object] | None = None
+    hybrid: Callable[[str], object] | None = None
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
+    index = _index(data)
+    if name in ("qdrant-embedded", "qdrant-memory"):
+        from langmem_plugin.stores.qdrant import QdrantStore
+
+        path = workdir / "qdrant"
+        where: dict[str, Any] = {"path": path} if name == "qdrant-embedded" else {"location": ":memory:"}
+        qs = QdrantStore(**where, index=index)  # type: ignore[arg-type]
+        dense = qs.with_search(mode="dense")
+        peer = _Peer(
+            qs,
+            close=qs.close,
+            vector=lambda q: dense.search(TARGET, query=q, limit=10),
+            hybrid=lambda q: qs.search(TARGET, query=q, limit=10),
+        )
+        if name == "qdrant-embedded":
+            peer.reopen = lambda: QdrantStore(path, index=index)  # type: ignore[arg-type]
+            peer.disk = lambda: _dir_size(path)
+        return peer
+    if name == "inmemory":
+        from langgraph.store.memory import InMemoryStore
+
+        mem = InMemoryStore(index=index)  # type: ignore[arg-type]
+        return _Peer(mem, vector=lambda q: mem.search(TARGET, query=q, limit=10))
+    if name == "langgraph-store-qdrant":
+        try:
+            from langgraph.store.qdrant import QdrantStore as AnchorStore
+            from qdrant_client import QdrantClient
+        except ImportError as exc:
+            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        client = QdrantClient(location=":memory:")
+        anchor = AnchorStore(client, index={"dims": DIMS, "embed": data.embeddings, "fields": ["text"]})
+        anchor.setup()
+        return _Peer(anchor, close=client.close, vector=lambda q: anchor.search(TARGET, query=q, limit=10))
+    if name == "sqlite":
+        try:
+            import pysqlite3
+            from langgraph.store.sqlite import SqliteStore
+        except ImportError as exc:
+            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        path = workdir / "store.sqlite"
+
+        def connect() -> Any:
+            conn = pysqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
+            store.setup()
+            holder["conn"] = conn
+            return store
+
+        holder: dict[str, Any] = {}
+        sqlite = connect()
+        return _Peer(
+            sqlite,
+            reopen=connect,
+            close=lambda: holder["conn"].close(),
+            disk=lambda: sum(p.stat().st_size for p in workdir.glob("store.sqlite*")),
+            vector=lambda q: sqlite.search(TARGET, query=q, limit=10),
+        )
+    raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")
+
+
+# ---------------------------------------------------------------------- timing
+
+
+def _timed(func: Callable[[Any], object], args: list[Any], budget_s: float) -> tuple[float, float]:
+    """p50 and p95 of calls, stopping early once ``budget_s`` is spent (at least 3 calls)."""
+    samples: list[float] = []
+    spent = 0.0
+    for arg in args:
+        start = time.perf_counter()
+        func(arg)
+        took = time.perf_counter() - start
+        samples.append(took)
+        spent += took
+        if spent > budget_s and len(samples) >= 3:
+            break
+    return percentile(samples, 50), percentile(samples, 95)
+
+
+@contextmanager
+def _workdir(base: Path | None) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="langmem-bench-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> StoreRow:
+    row = StoreRow(name)
+    with _workdir(base) as workdir:
+        peer = _open_peer(name, data, workdir)
+        store = peer.store
+        start = time.perf_counter()
+        for i in range(0, len(data.puts), 500):
+            store.batch(data.puts[i : i + 500])
+        row.put_per_s = len(data.puts) / (time.perf_counter() - start)
+        rng = random.Random(3)
+        keys = [rng.choice(data.keys) for _ in range(200)]
+        row.get_p50 = _timed(lambda k: store.get(TARGET, k), keys, budget_s)[0]
+        row.filtered = _timed(
+            lambda _: store.search(TARGET, filter={"kind": "fact"}, limit=10), list(range(100)), budget_s
+        )
+        if peer.vector is not None:
+            row.vector = _timed(peer.vector, data.queries, budget_s)
+        if peer.hybrid is not None:
+            row.hybrid = _timed(peer.hybrid, data.queries, budget_s)
+        peer.close()
+        if peer.reopen is not None:
+            start = time.perf_counter()
+            reopened = peer.reopen()
+            reopened.get(TARGET, data.keys[0])
+            row.reopen_s = time.perf_counter() - start
+            if peer.disk is not None:
+                row.disk_bytes = peer.disk()
+            close = getattr(reopened, "close", None)
+            if callable(close):
+                close()
+            else:
+                peer.close()
+    return row
+
+
+def run_stores_bench(
+    *,
+    size: int = 10_000,
+    queries: int = 100,
+    peers: tuple[str, ...] = PEERS,
+    budget_s: float = 5.0,
+    slow_peer_max: int = 20_000,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StoresBenchResult:
+    """Load ``size`` items into each peer and measure it (see the module docstring).
+
+    Args:
+        size: items in the searched namespace.
+        queries: distinct query texts (each with its own precomputed vector).
+        peers: which stores, from :data:`PEERS`.
+        budget_s: seconds a slow peer may spend per metric before it stops early.
+        slow_peer_max: skip the peers that scan in Python above this size.
+        workdir: where the temporary stores go (default: the system's temp dir).
+        progress: called with a line as each store finishes.
+    """
+    data = _data(size, queries)
+    result = StoresBenchResult(size)
+    for name in peers:
+        if name in _SLOW and size > slow_peer_max:
+            result.rows.append(StoreRow(name, note=f"skipped: scans in Python (> {slow_peer_max:,} items)"))
+            continue
+        row = _measure(name, data, budget_s, workdir)
+        result.rows.append(row)
+        if progress is not None:
+            progress(f"  {name}: done")
+    return result
