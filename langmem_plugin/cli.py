@@ -1,5 +1,6 @@
 """The ``langmem-plugin`` command.
 
+``langmem-plugin demo`` runs a memory agent through three sessions;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
 measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
 ``--version`` and ``--help`` do what they say.
@@ -74,6 +75,14 @@ def _bench(args: argparse.Namespace) -> int:
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from langmem_plugin.demo import run_demo
+
+    print(f"langmem-plugin {__version__} — demo: a memory agent across three threads")
+    run_demo(directory=args.dir)
+    return 0
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
@@ -98,6 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="check that everything works offline on this machine")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=_doctor)
+
+    demo = commands.add_parser(
+        "demo", help="run a real memory agent through three sessions and show what memory does each turn"
+    )
+    demo.add_argument(
+        "--dir",
+        default=None,
+        help="keep the checkpoints and the store here (default: a temporary directory)",
+    )
+    demo.set_defaults(func=_demo)
 
     bench = commands.add_parser("bench", help="run a benchmark (not a test) and print its table")
     benches = bench.add_subparsers(dest="bench", metavar="NAME", required=True)
