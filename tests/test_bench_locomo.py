@@ -110,7 +110,17 @@ def test_parse_evidence_splits_and_normalises() -> None:
 def test_load_parses_turns_sessions_questions(data: Path) -> None:
     a, b = load_locomo(data)
     assert a.sample_id == "conv-a"
-    assert [t.dia_id for t in a.turns] == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D2:4", "D2:5"]
+    assert [t.dia_id for t in a.turns] == [
+        "D1:1",
+        "D1:2",
+        "D1:3",
+        "D1:4",
+        "D2:1",
+        "D2:2",
+        "D2:3",
+        "D2:4",
+        "D2:5",
+    ]
     assert a.turns[4].session == 2
     assert a.turns[4].date == "10:37 am on 27 June, 2023"
     assert a.turns[3].line == "Bo: Look at this. [shares a photo of a sunset over a lake]"
@@ -122,15 +132,18 @@ def test_load_parses_turns_sessions_questions(data: Path) -> None:
 
 def test_turn_value_is_a_memory_record_with_context_and_date(data: Path) -> None:
     conv = load_locomo(data)[0]
-    value = turn_value(conv.turns[1], conv.turns[0])
+    value = turn_value(conv.turns[1], conv.turns[0], conv.turns[2])
     record = MemoryRecord.from_value(value)
+    assert record.metadata["neighbours"] == "D1:1 D1:3"
     assert record.content == "Bo: Busy! I adopted a puppy named Biscuit."
     assert record.metadata["context"] == "Ann: Hey Bo! How have you been?"
     assert record.metadata["dia_id"] == "D1:2"
     assert record.created_at.year == 2023
     assert (record.created_at.month, record.created_at.day, record.created_at.hour) == (5, 8, 13)
     # the first turn of a session has no context from the session before
-    assert "context" not in turn_value(conv.turns[4], conv.turns[3])["metadata"]
+    first = turn_value(conv.turns[4], conv.turns[3], conv.turns[5])["metadata"]
+    assert "context" not in first
+    assert first["neighbours"] == "D2:2"
 
 
 def test_conversation_text_has_every_turn_and_session_date(data: Path) -> None:

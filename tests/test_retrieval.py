@@ -110,6 +110,30 @@ def test_small_namespaces_keep_the_whole_query() -> None:
     assert embeddings.queries[-1] == "green tea please"
 
 
+def test_neighbours_lift_the_turn_next_to_a_strong_match() -> None:
+    """An answer ("Yes, it is sunny here") shares no word with the question; the turn before it does."""
+    turns = {
+        "t1": ("Where did you move last spring?", "t2"),
+        "t2": ("Yes, it is sunny here", "t1 t3"),
+        "t3": ("I love the weather there", "t2"),
+        **{f"x{i}": (f"where did you put cooking pot {i}", "") for i in range(6)},
+    }
+
+    def ranked(weight: float) -> list[str]:
+        config = RetrievalConfig(
+            neighbours_field="metadata.neighbours" if weight else None, neighbour_weight=weight
+        )
+        retriever = HybridRetriever(memory_store(), config)
+        for key, (text, around) in turns.items():
+            retriever.put(NS, key, {"content": text, "metadata": {"neighbours": around}})
+        return [h.key for h in retriever.search(NS, "where did you move", limit=len(turns))]
+
+    plain, lifted = ranked(0.0), ranked(1.0)
+    assert plain[0] == lifted[0] == "t1"
+    assert lifted.index("t2") < plain.index("t2")
+    assert lifted.index("t2") == 1
+
+
 def test_writes_behind_the_retrievers_back_are_picked_up() -> None:
     store = memory_store()
     retriever = filled(HybridRetriever(store))
@@ -178,6 +202,8 @@ def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
         ({"lexical_fields": ()}, "lexical_fields"),
         ({"candidates": 0}, "candidates"),
         ({"background_df": 0.0}, "background_df"),
+        ({"neighbour_weight": 0.5}, "neighbours_field"),
+        ({"neighbour_weight": -1.0, "neighbours_field": "n"}, "neighbour_weight"),
     ],
 )
 def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> None:

@@ -20,8 +20,8 @@ What each memory holds: ``content`` is ``"Speaker: text"`` (plus ``[shares
 <caption>]`` for a shared photo — the caption LoCoMo provides, not its search
 query), ``metadata`` has the session date, the turn id and ``context``: the
 turn before it in the same session. The dense index embeds ``content`` only;
-the hybrid retriever's BM25 indexes date, context and content
-(:data:`LOCOMO_RETRIEVAL`).
+the hybrid retriever's BM25 indexes date, context and content, and lifts a
+turn next to a strong match (``metadata.neighbours``; :data:`LOCOMO_RETRIEVAL`).
 
 Every variant shares one embedder instance, and a document text is embedded once
 per run (the stores ask for the same texts); queries are embedded on every search.
@@ -78,6 +78,8 @@ TOKEN_MODEL = "gpt-4"
 #: The retrieval recipe measured here: BM25 over date + previous turn + turn, dense over the turn.
 LOCOMO_RETRIEVAL = RetrievalConfig(
     lexical_fields=("metadata.session_date", "metadata.context", "content"),
+    neighbours_field="metadata.neighbours",
+    neighbour_weight=0.35,
 )
 
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
@@ -197,11 +199,18 @@ def load_locomo(path: str | Path) -> list[Conversation]:
     return conversations
 
 
-def turn_value(turn: Turn, previous: Turn | None) -> dict[str, Any]:
-    """The stored value of a turn: a memory record (``previous``: the turn before, same session)."""
+def turn_value(turn: Turn, previous: Turn | None, following: Turn | None = None) -> dict[str, Any]:
+    """The stored value of a turn: a memory record.
+
+    ``previous`` and ``following`` are the turns around it; within the same session, the
+    previous one's line becomes ``metadata.context`` and both their ids ``metadata.neighbours``.
+    """
     metadata = {"dia_id": turn.dia_id, "session_date": turn.date, "speaker": turn.speaker}
     if previous is not None and previous.session == turn.session:
         metadata["context"] = previous.line[:2000]
+    around = [t.dia_id for t in (previous, following) if t is not None and t.session == turn.session]
+    if around:
+        metadata["neighbours"] = " ".join(around)
     created = _parse_date(turn.date)
     record = MemoryRecord(
         content=turn.line,
@@ -385,6 +394,10 @@ def _searchers(
             raise ConfigurationError(f"unknown variant {name!r}; use some of {', '.join(VARIANTS)}")
 
 
+def _around(turns: Sequence[Turn], i: int) -> tuple[Turn | None, Turn | None]:
+    return (turns[i - 1] if i else None), (turns[i + 1] if i + 1 < len(turns) else None)
+
+
 def _distinct_text_batches(ops: Sequence[PutOp]) -> Iterator[list[PutOp]]:
     """``ops`` cut into batches whose contents are distinct.
 
@@ -441,7 +454,7 @@ def run_locomo_bench(
         for conv in samples:
             namespace = ("locomo", conv.sample_id)
             ops = [
-                PutOp(namespace, t.dia_id, turn_value(t, conv.turns[i - 1] if i else None))
+                PutOp(namespace, t.dia_id, turn_value(t, *_around(conv.turns, i)))
                 for i, t in enumerate(conv.turns)
             ]
             for store in stores:

@@ -74,6 +74,11 @@ class RetrievalConfig:
         background_df: drop from the embedded query the words found in at least this
             fraction of the namespace's documents; ``None`` keeps the query as it is.
         background_min_docs: below this many documents, nothing counts as background.
+        neighbours_field: a dot path into the value naming the keys of its neighbours in the
+            same namespace (a list of keys, or one string of space-separated keys), e.g. the
+            turns before and after a conversation turn.
+        neighbour_weight: hybrid mode, with ``neighbours_field``: each candidate's fused score
+            gains this share of its best neighbour's (an answer next to a strong match is likely).
     """
 
     mode: RetrievalMode = "hybrid"
@@ -82,6 +87,8 @@ class RetrievalConfig:
     candidates: int = 100
     background_df: float | None = 0.2
     background_min_docs: int = 20
+    neighbours_field: str | None = None
+    neighbour_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -92,6 +99,11 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"lexical_fields must be a non-empty tuple of dot paths such as ('content',), "
                 f"got {self.lexical_fields!r}"
+            )
+        if self.neighbour_weight < 0 or (self.neighbour_weight and not self.neighbours_field):
+            raise ConfigurationError(
+                f"neighbour_weight must be 0 or more and needs neighbours_field, got "
+                f"neighbour_weight={self.neighbour_weight!r}, neighbours_field={self.neighbours_field!r}"
             )
         if self.candidates < 1:
             raise ConfigurationError(f"candidates must be at least 1, got {self.candidates!r}")
@@ -346,6 +358,8 @@ class HybridRetriever:
             zl = _standardise(lexical_scores, union)
             w = self.config.dense_weight
             fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
+            if self.config.neighbours_field and self.config.neighbour_weight:
+                fused = self._with_neighbours(fused, found)
 
         order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
         return [
@@ -359,6 +373,20 @@ class HybridRetriever:
             )
             for doc in order
         ]
+
+    def _with_neighbours(
+        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item]
+    ) -> dict[_DocKey, float]:
+        """Add ``neighbour_weight`` times the best fused score among each candidate's neighbours."""
+        path = self.config.neighbours_field
+        assert path is not None
+        floor = min(fused.values(), default=0.0)
+        out: dict[_DocKey, float] = {}
+        for doc, score in fused.items():
+            keys = _field_text(found[doc].value, path).split()
+            best = max((fused.get((doc[0], k), floor) for k in keys), default=floor)
+            out[doc] = score + self.config.neighbour_weight * best
+        return out
 
     def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> Plan[Any]:
         yield [PutOp(namespace, key, value)]
