@@ -173,7 +173,9 @@ def test_bad_files_are_typed_errors(tmp_path: Path, content: str, needle: str) -
 
 def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     result = run_locomo_bench(
-        data, variants=("bm25-turns", "bm25", "inmemory", "qdrant"), embeddings=FakeEmbeddings(64)
+        data,
+        variants=("bm25-turns", "bm25", "inmemory", "qdrant", "dense-clean"),
+        embeddings=FakeEmbeddings(64),
     )
     assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 11)
     convs = load_locomo(data)

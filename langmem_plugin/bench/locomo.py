@@ -342,13 +342,22 @@ class LocomoResult:
         )
 
 
-VARIANTS: tuple[str, ...] = ("qdrant", "qdrant-rrf", "bm25", "bm25-turns", "dense", "inmemory")
+VARIANTS: tuple[str, ...] = (
+    "qdrant",
+    "qdrant-rrf",
+    "bm25",
+    "bm25-turns",
+    "dense",
+    "dense-clean",
+    "inmemory",
+)
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
     "qdrant-rrf": "QdrantStore hybrid as is (RRF in engine)",
     "bm25": "BM25 only (date + context + turn)",
     "bm25-turns": "BM25 only (turn text)",
     "dense": "dense only (MiniLM, query as is)",
+    "dense-clean": "dense only (background words dropped)",
     "inmemory": "InMemoryStore + HybridRetriever (recipe)",
 }
 
@@ -388,6 +397,9 @@ def _searchers(
             yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))
         elif name == "dense":
             yield name, qdrant, _store_searcher(qdrant.with_search(mode="dense"))
+        elif name == "dense-clean":
+            config = RetrievalConfig(mode="dense", lexical_fields=LOCOMO_RETRIEVAL.lexical_fields)
+            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), config))
         elif name == "inmemory":
             yield name, inmemory, _retriever_searcher(HybridRetriever(inmemory, LOCOMO_RETRIEVAL))
         else:
