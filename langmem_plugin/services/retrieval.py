@@ -40,6 +40,7 @@ the name outranks the turn that answers the question.
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -343,7 +344,8 @@ class HybridRetriever:
             if filter:
                 matching = yield from _scan(prefix, filter)
                 allowed = {(tuple(i.namespace), i.key) for i in matching}
-            ranked = lexical.index.search(query, limit=candidates, keys=allowed)
+            scored = lexical.index.scores(query, keys=allowed)
+            ranked = heapq.nlargest(candidates, scored.items(), key=lambda kv: kv[1])
             lexical_scores = {cast(_DocKey, doc): score for doc, score in ranked}
             for doc in lexical_scores:
                 found.setdefault(doc, lexical.items[doc])
