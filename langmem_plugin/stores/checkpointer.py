@@ -72,13 +72,15 @@ import gc
 import inspect
 import itertools
 import json
+import os
 import re
+import sqlite3
 import threading
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -101,7 +103,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings
 
 from langmem_plugin.core.embeddings import resolve_embeddings
-from langmem_plugin.errors import BlockingCallError, ConfigurationError, StoreError
+from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
 from langmem_plugin.stores._ckpt_state import (
     Entry,
     Mode,
@@ -204,6 +206,7 @@ class _Write:
     key: str
     record: dict[str, Any]
     vectors: np.ndarray | None = None
+    value: dict[str, Any] | None = None  # a put's value, already a private copy
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -317,6 +320,56 @@ class CheckpointerStore(BaseStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @classmethod
+    @contextmanager
+    def from_sqlite(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        index: CheckpointerIndexConfig | IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        name: str = "store",
+    ) -> Iterator[CheckpointerStore]:
+        """A store in a SQLite file through a ``SqliteSaver`` it opens and closes (a context manager).
+
+        Args:
+            path: the database file (created when missing). Your graphs may use the same
+                file through their own ``SqliteSaver``.
+            synchronous: SQLite's ``synchronous`` in WAL mode. ``"NORMAL"`` (default): a write
+                that returned survives a crash or SIGKILL of the process; only a power loss or
+                an OS crash may lose the last ones. ``"FULL"``: an fsync per write (a few ms
+                more) survives those too.
+
+        Raises:
+            MissingDependencyError: ``langgraph-checkpoint-sqlite`` is not installed.
+
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with CheckpointerStore.from_sqlite(pathlib.Path(tmp) / "memory.db") as store:
+        ...         store.put(("users", "u1"), "k", {"text": "hello"})
+        ...     with CheckpointerStore.from_sqlite(pathlib.Path(tmp) / "memory.db") as store:
+        ...         store.get(("users", "u1"), "k").value
+        {'text': 'hello'}
+        """
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "CheckpointerStore.from_sqlite needs langgraph-checkpoint-sqlite. "
+                "Fix: pip install 'langmem-plugin[sqlite]'."
+            ) from exc
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ConfigurationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            with cls(SqliteSaver(conn), index=index, ttl=ttl, name=name) as store:
+                yield store
+        finally:
+            conn.close()
 
     # ------------------------------------------------------------------ BaseStore
 
@@ -544,7 +597,7 @@ class CheckpointerStore(BaseStore):
             record["vectors"] = encode_vectors(vectors)
             record["dims"] = self._dims
             record["fields"] = state.fields_for(record["index"])
-        return _Write(namespace, op.key, record, vectors)
+        return _Write(namespace, op.key, record, vectors, cast(dict[str, Any], op.value))
 
     def _write(self, state: StoreState, writes: list[_Write]) -> _Steps[None]:
         """Write one checkpoint per namespace (registering new namespaces first), applying each once written.
@@ -557,9 +610,7 @@ class CheckpointerStore(BaseStore):
         by_namespace: dict[tuple[str, ...], list[_Write]] = {}
         for w in writes:
             by_namespace.setdefault(w.namespace, []).append(w)
-        steps: list[
-            tuple[_Put, list[tuple[tuple[str, ...], str, str, dict[str, Any], np.ndarray | None]]]
-        ] = []
+        steps: list[tuple[_Put, list[tuple[Any, ...]]]] = []
         with self._lock:
             new = [ns for ns in by_namespace if ns not in state.registered]
             now_text = self._clock().isoformat()
@@ -572,7 +623,7 @@ class CheckpointerStore(BaseStore):
                 thread = namespace_thread(self.name, namespace)
                 put = self._checkpoint(state, thread, {w.key: w.record for w in group}, now_text)
                 cid = put.checkpoint["id"]
-                steps.append((put, [(namespace, w.key, cid, w.record, w.vectors) for w in group]))
+                steps.append((put, [(namespace, w.key, cid, w.record, w.vectors, w.value) for w in group]))
         written = 0
         try:
             for request, applied in steps:
