@@ -186,9 +186,9 @@ class QdrantStore(BaseStore):
             self._engine = EdgeEngine(Path(path), dims=dims, durable=durable, filter_indexes=indexes)
         else:
             owns = client is None
-            if url:
-                client = QdrantClient(url=url, api_key=api_key)
-                aclient = AsyncQdrantClient(url=url, api_key=api_key)
+            if url:  # no version check in the constructor (a thread doing I/O): setup() checks it
+                client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
+                aclient = AsyncQdrantClient(url=url, api_key=api_key, check_compatibility=False)
             elif location:
                 client = QdrantClient(location=location)
             assert client is not None  # exactly one of the four was given
