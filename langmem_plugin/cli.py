@@ -1,5 +1,6 @@
 """The ``langmem-plugin`` command.
 
+``langmem-plugin demo`` runs a memory agent through three sessions;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
 measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
 ``--version`` and ``--help`` do what they say.
@@ -63,9 +64,34 @@ def _bench(args: argparse.Namespace) -> int:
         from langmem_plugin.bench.checkpointer import run_checkpointer_bench
 
         print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        if args.scale:
+            from langmem_plugin.bench.checkpointer import run_scale_bench
+
+            sizes = [int(size) for size in args.scale.split(",")]
+            print(run_scale_bench(sizes, samples=min(args.samples, 50)))
+            return 0
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
         return 0
+    if args.bench == "locomo":
+        from langmem_plugin.bench.locomo import run_locomo_bench
+
+        print(f"langmem-plugin {__version__} — LoCoMo retrieval benchmark ({args.data})")
+        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+        outcome = run_locomo_bench(
+            args.data, conversations=args.conversations, variants=variants, progress=print
+        )
+        print(outcome.summary())
+        print(outcome.table())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from langmem_plugin.demo import run_demo
+
+    print(f"langmem-plugin {__version__} — demo: a memory agent across three threads")
+    run_demo(directory=args.dir)
+    return 0
 
 
 def _sizes(text: str) -> list[int]:
@@ -92,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="check that everything works offline on this machine")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=_doctor)
+
+    demo = commands.add_parser(
+        "demo", help="run a real memory agent through three sessions and show what memory does each turn"
+    )
+    demo.add_argument(
+        "--dir",
+        default=None,
+        help="keep the checkpoints and the store here (default: a temporary directory)",
+    )
+    demo.set_defaults(func=_demo)
 
     bench = commands.add_parser("bench", help="run a benchmark (not a test) and print its table")
     benches = bench.add_subparsers(dest="bench", metavar="NAME", required=True)
@@ -121,6 +157,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
     ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
+    ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
+    locomo = benches.add_parser("locomo", help="LoCoMo evidence recall@k, tokens injected, query latency")
+    locomo.add_argument("--data", required=True, help="path to locomo10.json")
+    locomo.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
+    locomo.add_argument(
+        "--variants",
+        default="qdrant,qdrant-rrf,bm25,bm25-turns,dense,inmemory",
+        help="comma-separated rows to run (default: all)",
+    )
     bench.set_defaults(func=_bench)
     return parser
 

@@ -241,3 +241,21 @@ def test_missing_agents_extra_names_the_pip_line(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)  # type: ignore[arg-type]
     with pytest.raises(MissingDependencyError, match=r"pip install 'langmem-plugin\[agents\]'"):
         _memory().middleware()
+
+
+def test_memory_over_qdrant_store_needs_no_cosine_threshold() -> None:
+    from langmem_plugin.stores.qdrant import QdrantStore
+    from langmem_plugin.surfaces.memory import scores_are_similarities
+
+    with QdrantStore(location=":memory:", index={"dims": 256, "embed": FakeEmbeddings()}) as store:
+        memory = Memory(store)
+        assert not scores_are_similarities(store)
+        assert memory.recall_config.min_relevance is None
+        model = ScriptedChatModel(_preference_script())
+        builder = StateGraph(MemoryState)
+        memory.add_to(builder, model)
+        graph = builder.compile(store=memory.store)
+        graph.invoke({"messages": [HumanMessage("I love green tea")]}, ALICE_T1)
+        out = graph.invoke({"messages": [HumanMessage("green tea?")]}, ALICE_T2)
+        assert out["messages"][-1].content == "Green tea, as you like."
+    assert _memory().recall_config.min_relevance == 0.2  # InMemoryStore: cosine

@@ -24,6 +24,7 @@ from langmem_plugin.services.layout import (
     Compartment,
     CompartmentLimits,
     MemoryLayout,
+    add_run_note,
     parse_compartment,
 )
 from langmem_plugin.services.operations import (
@@ -88,6 +89,7 @@ __all__ = [
     "aadd_documents",
     "add_documents",
     "add_documents_plan",
+    "add_run_note",
     "adelete_idle_threads",
     "aexecute",
     "categories_plan",

@@ -31,7 +31,7 @@ naming the compartment, the limit and the fix.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -46,6 +46,7 @@ __all__ = [
     "Compartment",
     "CompartmentLimits",
     "MemoryLayout",
+    "add_run_note",
     "parse_compartment",
 ]
 
@@ -202,3 +203,21 @@ class MemoryLayout:
                 "Fix: delete or merge memories that are no longer needed (delete_memory / clear_memory), "
                 "or raise the limit in MemoryLayout(limits=...)."
             )
+
+
+def add_run_note(notes: Sequence[str] | None, note: str, *, layout: MemoryLayout | None = None) -> list[str]:
+    """Run memory with ``note`` appended (a new list for the state update), within the run limits.
+
+    >>> add_run_note(["checked the calendar"], "user is free on Friday")
+    ['checked the calendar', 'user is free on Friday']
+
+    Raises:
+        MemoryLimitError: the note is too long, or run memory holds its maximum number of notes.
+    """
+    layout = layout or MemoryLayout()
+    current = list(notes or [])
+    if not isinstance(note, str) or not note.strip():
+        raise MemoryLimitError("a run note must be non-empty text")
+    layout.check_content(Compartment.RUN, note)
+    layout.check_room(Compartment.RUN, len(current))
+    return [*current, note]

@@ -6,7 +6,8 @@ One recall, as data:
 2. **candidates** — one search per compartment (user and session memory; agent
    knowledge when it does not fit whole), through :func:`search_candidates`;
 3. **rank** — ``relevance × w_relevance + priority × w_priority + recency × w_recency``,
-   with relevance the store's score (cosine for LangGraph's InMemoryStore),
+   with relevance the store's score divided by the best candidate's (so the blend
+   is the same whether a store scores by cosine or by fused ranks),
    priority scaled from 1–10 to 0–1 and recency halving every
    ``recency_half_life_days``; candidates under ``min_relevance`` are dropped,
    duplicates (same id or same text) are merged, at most ``max_items`` are kept;
@@ -100,7 +101,10 @@ class RecallConfig:
         compartments: compartments searched for the memories section.
         knowledge: whether agent knowledge is recalled.
         max_items: the most memories and knowledge chunks injected (together).
-        min_relevance: candidates whose store score is below this are dropped.
+        min_relevance: candidates whose store score is below this are dropped (``None``: no
+            threshold). The scale is the store's own: cosine similarity for LangGraph's
+            InMemoryStore and dense search (0.2 suits MiniLM); a hybrid store that fuses
+            ranks with RRF scores at most ``2 / (k + 1)``, so give it ``None`` or a matching value.
         candidates: how many candidates each compartment search returns.
         w_relevance: weight of the store's relevance score.
         w_priority: weight of the record's priority (1–10 scaled to 0–1).
@@ -116,7 +120,7 @@ class RecallConfig:
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
     knowledge: bool = True
     max_items: int = 8
-    min_relevance: float = 0.2
+    min_relevance: float | None = 0.2
     candidates: int = 20
     w_relevance: float = 0.75
     w_priority: float = 0.15
@@ -259,7 +263,9 @@ def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
 def _rank(
     candidates: list[StoredMemory], config: RecallConfig, now: datetime
 ) -> list[tuple[float, float | None, StoredMemory]]:
-    scored = any(c.score is not None for c in candidates)
+    scores = [c.score for c in candidates if c.score is not None]
+    scored = bool(scores)
+    top = max(scores) if scores and max(scores) > 0 else 1.0  # relevance is scaled to the best match
     ranked: list[tuple[float, float | None, StoredMemory]] = []
     seen_ids: set[tuple[tuple[str, ...], str]] = set()
     seen_text: set[str] = set()
@@ -270,11 +276,12 @@ def _rank(
         if identity in seen_ids or text in seen_text:
             continue
         relevance = memory.score
-        if scored and (relevance is None or relevance < config.min_relevance):
+        threshold = config.min_relevance
+        if scored and threshold is not None and (relevance is None or relevance < threshold):
             continue
         seen_ids.add(identity)
         seen_text.add(text)
-        rel = min(max(relevance or 0.0, 0.0), 1.0)
+        rel = min(max((relevance or 0.0) / top, 0.0), 1.0)
         score = (
             config.w_relevance * rel
             + config.w_priority * (memory.record.priority - 1) / 9

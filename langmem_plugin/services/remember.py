@@ -208,7 +208,7 @@ class EpisodeWriter:
     """Runs memory writes inline or in the background, with retries; never raises into the run.
 
     Attributes:
-        background: run writes in a worker thread (sync callers) or an asyncio task (async callers).
+        background: run writes in a worker thread (for sync and async callers).
         retries: attempts after the first.
         retry_delay: seconds before the first retry, doubled each time.
         failed: writes that failed every attempt (logged at ERROR); see :meth:`retry_failed`.
@@ -220,7 +220,6 @@ class EpisodeWriter:
     failed: list[FailedWrite] = field(default_factory=list)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _futures: set[Future[bool]] = field(default_factory=set, init=False, repr=False)
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @classmethod
@@ -282,17 +281,16 @@ class EpisodeWriter:
         future.add_done_callback(self._futures.discard)
 
     async def asubmit(self, store: BaseStore, make: Callable[[], Plan[Any]], what: str) -> None:
-        """Write now (inline) or in an asyncio task (background); never raises."""
+        """Write now with the store's async API (inline), or hand it to the worker thread (background).
+
+        Background writes run in the worker thread in both cases, so a write outlives the
+        event loop that submitted it (``asyncio.run(graph.ainvoke(...))`` returning does not
+        cancel it); never raises.
+        """
         if not self.background:
             await self._run_async(store, make, what)
             return
-
-        async def run() -> None:
-            await self._run_async(store, make, what)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.submit(store, make, what)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until the background thread has finished every write submitted so far."""
@@ -302,9 +300,7 @@ class EpisodeWriter:
             future.result(timeout=timeout)
 
     async def aflush(self) -> None:
-        """Wait for background writes: asyncio tasks, and the worker thread's writes."""
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks))
+        """Wait, without blocking the event loop, until the worker thread has finished its writes."""
         with self._lock:
             futures = [asyncio.wrap_future(f) for f in self._futures]
         if futures:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
-__all__ = ["Memory", "default_store"]
+__all__ = ["Memory", "default_store", "scores_are_similarities"]
 
 
 def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
@@ -66,6 +66,19 @@ def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
     )
 
 
+def scores_are_similarities(store: BaseStore) -> bool:
+    """Whether ``store``'s query scores are similarities (cosine) that a fixed threshold suits.
+
+    ``False`` for stores that rank by fused ranks or BM25: QdrantStore in its default
+    ``"hybrid"`` (or ``"lexical"``) mode, a CheckpointerStore with ``index={"mode": "hybrid"}``.
+    """
+    mode = getattr(getattr(store, "_config", None), "mode", None)  # QdrantStore's search mode
+    index = getattr(store, "index_config", None)
+    if mode is None and isinstance(index, Mapping):
+        mode = index.get("mode")
+    return mode in (None, "dense", "semantic")
+
+
 class Memory:
     """Memory for a LangGraph / LangChain agent, configured once.
 
@@ -73,7 +86,9 @@ class Memory:
         store: any LangGraph ``BaseStore``; ``None`` makes an in-process :func:`default_store`.
         embeddings: the embedder of the default store (ignored when ``store`` is given).
         layout: namespace templates and size limits of the compartments.
-        recall: search, rank and token budgets of recall.
+        recall: search, rank and token budgets of recall. When not given, the default, with
+            no relevance threshold for a store whose scores are fused ranks or BM25 (see
+            :func:`scores_are_similarities`; set the store's own threshold there).
         remember: where episodes go, inline or background, retries.
         model: the chat model name whose tokenizer counts budgets and the window
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
@@ -108,7 +123,10 @@ class Memory:
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
-        recall_config = recall or RecallConfig()
+        if recall is None:
+            threshold = RecallConfig().min_relevance if scores_are_similarities(self.store) else None
+            recall = RecallConfig(min_relevance=threshold)
+        recall_config = recall
         if recall_config.model is None and model is not None:
             recall_config = dataclasses.replace(recall_config, model=model)
         self.recall_config = recall_config

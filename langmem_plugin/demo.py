@@ -1,0 +1,293 @@
+"""``langmem-plugin demo``: a real memory agent through three sessions, explained turn by turn.
+
+The agent is a LangGraph ``StateGraph``: recall → model → ``ToolNode`` (the
+memory tools) → remember, checkpointed by ``SqliteSaver`` into a file, with a
+store holding the memories (by default the embedded ``QdrantStore`` with the
+offline MiniLM embedder — the store is one parameter of :func:`run_demo`).
+
+The model is ``ChatOpenAI`` when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set
+(``OPENAI_MODEL`` picks the model, default ``gpt-4o-mini``). Otherwise it is an
+offline *scripted* model that emits real tool calls from a fixed script and
+answers from what recall put in its prompt — and the output says so.
+
+The scenario: in thread 1 the user states preferences (saved as memories);
+thread 2 relies on them, then updates one and deletes another; thread 3 asks
+what the agent knows. Each turn prints the memories recalled (with scores),
+the tokens injected against the tokens of the whole history so far, the tool
+calls, and what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import StateGraph
+from langgraph.store.base import BaseStore
+
+from langmem_plugin.core.embeddings import MiniLMEmbeddings
+from langmem_plugin.core.tokens import count_message_tokens
+from langmem_plugin.services import RecallConfig, search_plan
+from langmem_plugin.services._io import execute
+from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.surfaces import Memory, MemoryState
+from langmem_plugin.testing import ScriptedChatModel, tool_call
+
+__all__ = ["SCENARIO", "DemoTurn", "offline_model", "run_demo"]
+
+USER_ID = "sam"
+TOKEN_MODEL = "gpt-4o-mini"
+INSTRUCTIONS = (
+    "You are a helpful assistant with long-term memory. Save durable facts and preferences the user "
+    "tells you with save_memory; when a fact changes, find it with search_memory and fix it with "
+    "update_memory; when the user asks you to forget something, delete it. Use what the memory context "
+    "says about the user."
+)
+
+#: (thread, what the user says), in order.
+SCENARIO: tuple[tuple[str, str], ...] = (
+    ("thread-1", "Hi! I'm Sam. I'm vegetarian, and please give me quantities in metric units."),
+    ("thread-1", "I also love spicy food, and I'm training for a half marathon in May."),
+    ("thread-2", "Can you suggest a dinner for tonight?"),
+    ("thread-2", "Actually, I started eating fish again last month."),
+    ("thread-2", "Also, forget the half marathon: I dropped it."),
+    ("thread-3", "What do you remember about me?"),
+)
+
+
+def _system(messages: list[BaseMessage]) -> str:
+    return str(messages[0].content) if messages and isinstance(messages[0], SystemMessage) else ""
+
+
+def _last_result(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            try:
+                found = json.loads(str(message.content))
+            except json.JSONDecodeError:
+                return []
+            return found if isinstance(found, list) else []
+    return []
+
+
+def _first_id(messages: list[BaseMessage]) -> str:
+    found = _last_result(messages)
+    return str(found[0]["id"]) if found else "unknown"
+
+
+def _dinner(messages: list[BaseMessage]) -> str:
+    context = _system(messages).lower()
+    dish = "a spicy chickpea and spinach curry" if "vegetarian" in context else "a dish of your choice"
+    units = " (400 g chickpeas, 200 g spinach, 250 ml coconut milk)" if "metric" in context else ""
+    return f"How about {dish}{units}? It fits what you told me."
+
+
+def _profile(messages: list[BaseMessage]) -> str:
+    context = _system(messages)
+    facts = [line.split(") ", 1)[1] for line in context.splitlines() if line.startswith("- (id ")]
+    return "Here is what I remember: " + "; ".join(json.loads(f) for f in facts) if facts else "Nothing yet."
+
+
+def _calls(*saves: tuple[str, str, int | None]) -> AIMessage:
+    """One AI message with several save_memory calls."""
+    calls = []
+    for content, category, priority in saves:
+        args: dict[str, Any] = {"content": content, "category": category}
+        if priority is not None:
+            args["priority"] = priority
+        calls.extend(tool_call("save_memory", **args).tool_calls)
+    return AIMessage("", tool_calls=calls)
+
+
+def offline_model() -> ScriptedChatModel:
+    """The offline scripted model: real tool calls from a fixed script, answers from the prompt."""
+    return ScriptedChatModel(
+        [
+            # thread 1, turn 1
+            _calls(
+                ("Sam is vegetarian", "preferences/food", None),
+                ("Sam wants quantities in metric units", "preferences/units", None),
+            ),
+            "Nice to meet you, Sam! I'll remember that you're vegetarian and prefer metric units.",
+            # thread 1, turn 2
+            _calls(
+                ("Sam loves spicy food", "preferences/food", None),
+                ("Sam is training for a half marathon in May", "goals/running", 7),
+            ),
+            "Great — spicy food and a half marathon in May, noted. Good luck with the training!",
+            # thread 2, turn 1: answers from recalled memory, no tool call
+            _dinner,
+            # thread 2, turn 2: find the diet memory, update it
+            tool_call("search_memory", query="vegetarian diet", category="preferences/food"),
+            lambda messages: tool_call(
+                "update_memory", id=_first_id(messages), content="Sam is pescatarian: eats fish, no meat"
+            ),
+            "Got it — I've updated your diet: pescatarian (fish, no meat).",
+            # thread 2, turn 3: find the marathon memory, delete it
+            tool_call("search_memory", query="half marathon", category="goals"),
+            lambda messages: tool_call("delete_memory", id=_first_id(messages)),
+            "Done — I've forgotten the half marathon.",
+            # thread 3
+            _profile,
+        ]
+    )
+
+
+def _openai_model() -> BaseChatModel | None:
+    if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        return None
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=os.environ.get("OPENAI_MODEL", TOKEN_MODEL),
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",  # type: ignore[arg-type]
+        temperature=0,
+    )
+
+
+@dataclass
+class DemoTurn:
+    """What happened in one turn."""
+
+    thread: str
+    user: str
+    answer: str
+    recalled: list[dict[str, Any]]
+    injected_tokens: int
+    history_tokens: int
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)
+    stored: dict[str, Any] | None = None
+
+
+@contextmanager
+def _default_store(directory: Path) -> Iterator[BaseStore]:
+    from langmem_plugin.stores.qdrant import QdrantStore
+
+    index = {"dims": 384, "embed": MiniLMEmbeddings(), "fields": list(INDEX_FIELDS)}
+    with QdrantStore(path=directory / "memory", index=index) as store:  # type: ignore[arg-type]
+        yield store
+
+
+def _print_turn(number: int, turn: DemoTurn, out: Callable[[str], None]) -> None:
+    out(f"\n── turn {number} · {turn.thread} ─────────────────────────────────────────")
+    out(f"user      : {turn.user}")
+    if turn.recalled:
+        out("recalled  :")
+        for item in turn.recalled:
+            relevance = "-" if item["relevance"] is None else f"{item['relevance']:.3f}"
+            content = " / ".join(item["content"].splitlines())
+            out(f"  [{item['compartment']:<7} rank {item['score']:.3f} · store {relevance}] {content[:80]}")
+    else:
+        out("recalled  : nothing")
+    out(
+        f"tokens    : {turn.injected_tokens} injected by recall vs {turn.history_tokens} for the whole "
+        "history of every thread so far"
+    )
+    for call in turn.tool_calls:
+        out(f"tool call : {call['name']}({json.dumps(call['args'], ensure_ascii=False)})")
+    for result in turn.tool_results:
+        out(f"  → {result[:110]}")
+    out(f"assistant : {turn.answer}")
+    if turn.stored:
+        out(
+            f"stored    : episode {turn.stored['episode']} in {', '.join(turn.stored['compartments'])} memory"
+        )
+
+
+def run_demo(
+    *,
+    store: BaseStore | None = None,
+    directory: str | os.PathLike[str] | None = None,
+    model: BaseChatModel | None = None,
+    out: Callable[[str], None] = print,
+) -> list[DemoTurn]:
+    """Run the scenario and print each turn; returns the turns.
+
+    Args:
+        store: the memory store (default: an embedded ``QdrantStore`` in ``directory``, MiniLM).
+        directory: where the checkpoint database (and the default store) live; default a temporary
+            directory removed at the end.
+        model: the chat model; default ``ChatOpenAI`` when ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is
+            set, else the offline scripted model.
+        out: where lines are printed.
+    """
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with ExitStack() as stack:
+        if directory is None:
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="langmem-demo-"))
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        if store is None:
+            store = stack.enter_context(_default_store(path))
+        if model is None:
+            model = _openai_model()
+            if model is None:
+                model = offline_model()
+                out(
+                    "model     : OFFLINE SCRIPTED MODEL — no OPENAI_API_KEY or OPENAI_BASE_URL is set, so "
+                    "the model's replies and tool calls come from a fixed script (the memory, recall, "
+                    "tools, store and checkpointer are all real). Set OPENAI_API_KEY to run a real model."
+                )
+            else:
+                out(f"model     : {type(model).__name__} ({getattr(model, 'model_name', '?')})")
+        out(f"store     : {type(store).__name__}; checkpointer: SqliteSaver at {path / 'checkpoints.sqlite'}")
+
+        memory = Memory(store, model=TOKEN_MODEL, recall=RecallConfig(min_relevance=None, max_items=6))
+        builder = StateGraph(MemoryState)
+        memory.add_to(builder, model, instructions=INSTRUCTIONS)
+        saver = stack.enter_context(SqliteSaver.from_conn_string(str(path / "checkpoints.sqlite")))
+        graph = builder.compile(checkpointer=saver, store=memory.store)
+
+        turns: list[DemoTurn] = []
+        history: dict[str, list[BaseMessage]] = {}
+        for number, (thread, text) in enumerate(SCENARIO, start=1):
+            config: RunnableConfig = {"configurable": {"thread_id": thread, "user_id": USER_ID}}
+            before = len(history.get(thread, []))
+            inputs: Any = {"messages": [HumanMessage(text)]}
+            state = graph.invoke(inputs, config)
+            messages: list[BaseMessage] = state["messages"]
+            history[thread] = messages
+            new = messages[before:]
+            context = state.get("memory_context") or {}
+            all_history = [m for msgs in history.values() for m in msgs]
+            turn = DemoTurn(
+                thread=thread,
+                user=text,
+                answer=str(messages[-1].content),
+                recalled=[i for i in context.get("items", []) if i["section"] == "memories"],
+                injected_tokens=int(context.get("tokens", {}).get("total", 0)),
+                history_tokens=count_message_tokens(all_history, model=TOKEN_MODEL),
+                tool_calls=[
+                    {"name": c["name"], "args": c["args"]}
+                    for m in new
+                    if isinstance(m, AIMessage)
+                    for c in m.tool_calls
+                ],
+                tool_results=[str(m.content) for m in new if isinstance(m, ToolMessage)],
+                stored=context.get("stored"),
+            )
+            turns.append(turn)
+            _print_turn(number, turn, out)
+        memory.flush()
+        from langmem_plugin.core.scope import Scope
+
+        final = execute(
+            memory.store,
+            search_plan(Scope(user_id=USER_ID), memory.layout, compartments=["user"], track_access=False),
+        )
+        out("\n── what the store holds about sam (user memory) ────────────────────")
+        for stored in sorted(final, key=lambda m: m.record.category):
+            record = stored.record
+            out(f"  {stored.id}  {record.category:<20} accessed {record.access_count}×  {record.content}")
+        return turns

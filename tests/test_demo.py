@@ -1,0 +1,40 @@
+"""The main job: `langmem-plugin demo` runs offline, end to end, with the real store and checkpointer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langmem_plugin.demo import SCENARIO, run_demo
+
+
+def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    lines: list[str] = []
+    turns = run_demo(directory=tmp_path, out=lines.append)
+    text = "\n".join(lines)
+    assert "OFFLINE SCRIPTED MODEL" in text
+    assert len(turns) == len(SCENARIO)
+    # thread 2 relies on what thread 1 saved
+    dinner = turns[2]
+    assert dinner.thread == "thread-2"
+    assert "chickpea" in dinner.answer
+    assert "400 g" in dinner.answer
+    assert any(i["content"] == "Sam is vegetarian" for i in dinner.recalled)
+    # the update and the delete happened through real tool calls
+    assert [c["name"] for c in turns[3].tool_calls] == ["search_memory", "update_memory"]
+    assert turns[3].tool_results[1].startswith("Updated memory")
+    assert [c["name"] for c in turns[4].tool_calls] == ["search_memory", "delete_memory"]
+    # thread 3 sees the updated memory and not the deleted one
+    final = turns[5].answer
+    assert "pescatarian" in final
+    assert "marathon" not in final
+    assert "vegetarian" not in final
+    assert turns[5].injected_tokens < turns[5].history_tokens
+    assert all(t.stored is not None for t in turns)
+    assert (tmp_path / "checkpoints.sqlite").exists()
+    assert (tmp_path / "memory").is_dir()
+    assert "tokens    :" in text
+    assert "tool call : update_memory" in text
