@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     stores.add_argument(
         "--peers",
         default="qdrant-embedded,qdrant-memory,inmemory,langgraph-store-qdrant,sqlite",
-        help="comma-separated stores to measure (default: all)",
+        help="comma-separated stores to measure (default: all but qdrant-embedded-optimized)",
     )
     stores.add_argument(
         "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
