@@ -50,7 +50,9 @@ from langmem_plugin.services import (
     delete_idle_threads,
     trim_window,
 )
+from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
+from langmem_plugin.stores.qdrant import QdrantSearchConfig, QdrantStore
 from langmem_plugin.surfaces import (
     Memory,
     MemoryState,
@@ -91,6 +93,8 @@ __all__ = [
     "MiniLMEmbeddings",
     "MissingDependencyError",
     "OfflineResourceError",
+    "QdrantSearchConfig",
+    "QdrantStore",
     "RecallConfig",
     "RememberConfig",
     "Scope",
@@ -106,6 +110,7 @@ __all__ = [
     "__version__",
     "add_documents",
     "add_memory_agent",
+    "copy_items",
     "count_message_tokens",
     "count_tokens",
     "create_memory_tools",
@@ -113,7 +118,9 @@ __all__ = [
     "embedding_dims",
     "encoding_for_model",
     "ensure_offline_encodings",
+    "export_jsonl",
     "fill_namespace",
+    "import_jsonl",
     "install_offline_encodings",
     "resolve_embeddings",
     "resolve_scope",
