@@ -7,7 +7,9 @@ langchain-openai's — works on a machine with no network.
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from langmem_plugin.core.embeddings import MiniLMEmbeddings, embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
@@ -52,7 +54,6 @@ from langmem_plugin.services import (
 )
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
-from langmem_plugin.stores.qdrant import QdrantSearchConfig, QdrantStore
 from langmem_plugin.surfaces import (
     Memory,
     MemoryState,
@@ -61,6 +62,25 @@ from langmem_plugin.surfaces import (
     add_memory_agent,
     create_memory_tools,
 )
+
+if TYPE_CHECKING:
+    from langmem_plugin.stores.qdrant import QdrantSearchConfig, QdrantStore
+
+# Imported on first use: qdrant-client alone takes about a second to import.
+_LAZY = {
+    "QdrantStore": "langmem_plugin.stores.qdrant",
+    "QdrantSearchConfig": "langmem_plugin.stores.qdrant",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langmem_plugin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 try:
     __version__ = version("langmem-plugin")
