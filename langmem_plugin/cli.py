@@ -73,7 +73,24 @@ def _bench(args: argparse.Namespace) -> int:
         from langmem_plugin.bench.checkpointer import run_checkpointer_bench
 
         print(f"langmem-plugin {__version__} — checkpointer store benchmark")
+        if args.scale:
+            from langmem_plugin.bench.checkpointer import run_scale_bench
+
+            sizes = [int(size) for size in args.scale.split(",")]
+            print(run_scale_bench(sizes, samples=min(args.samples, 50)))
+            return 0
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
+        return 0
+    if args.bench == "locomo":
+        from langmem_plugin.bench.locomo import run_locomo_bench
+
+        print(f"langmem-plugin {__version__} — LoCoMo retrieval benchmark ({args.data})")
+        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+        outcome = run_locomo_bench(
+            args.data, conversations=args.conversations, variants=variants, progress=print
+        )
+        print(outcome.summary())
+        print(outcome.table())
         return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
@@ -152,6 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     mem = benches.add_parser("memory", help="save, recall, search and remember per turn, and tokens injected")
     mem.add_argument("--memories", type=int, default=1000, help="user memories to store (default 1000)")
     mem.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
+    ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
+    locomo = benches.add_parser("locomo", help="LoCoMo evidence recall@k, tokens injected, query latency")
+    locomo.add_argument("--data", required=True, help="path to locomo10.json")
+    locomo.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
+    locomo.add_argument(
+        "--variants",
+        default="qdrant,qdrant-rrf,bm25,bm25-turns,dense,inmemory",
+        help="comma-separated rows to run (default: all)",
+    )
     bench.set_defaults(func=_bench)
     return parser
 

@@ -291,3 +291,35 @@ def test_a_failure_part_way_through_a_batch_leaves_memory_agreeing_with_the_log(
 
 def _snapshot(store: CheckpointerStore) -> dict[tuple[tuple[str, ...], str], Any]:
     return {(i.namespace, i.key): i.value for i in store.search((), limit=100)}
+
+
+def test_one_sqlite_saver_serves_a_graph_and_its_memory(open_sqlite: Any) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.runtime import Runtime
+
+    class State(TypedDict):
+        text: str
+        seen: int
+
+    def remember(state: State, runtime: Runtime[None]) -> dict[str, Any]:
+        assert runtime.store is not None
+        runtime.store.put(("notes",), f"n{state['seen']}", {"text": state["text"]})
+        return {"seen": len(runtime.store.search(("notes",), limit=100))}
+
+    saver = open_sqlite()
+    store = CheckpointerStore(saver)
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    graph = builder.compile(checkpointer=saver, store=store)
+    config = {"configurable": {"thread_id": "chat-1"}}
+    graph.invoke({"text": "green tea", "seen": 0}, config)  # type: ignore[arg-type]
+    result = graph.invoke({"text": "black tea", "seen": 1}, config)  # type: ignore[arg-type]
+    assert result["seen"] == 2
+    assert graph.get_state(config).values["text"] == "black tea"  # type: ignore[arg-type]
+    assert {i.value["text"] for i in store.search(("notes",))} == {"green tea", "black tea"}
+    reopened = CheckpointerStore(open_sqlite())
+    assert len(reopened.search(("notes",))) == 2

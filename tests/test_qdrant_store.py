@@ -408,3 +408,38 @@ def test_store_json_records_format_and_dims(tmp_path: Path) -> None:
     with QdrantStore(tmp_path / "s", index=fake_index()) as store:
         store.put(("a",), "k", {"text": "x"})
     assert json.loads((tmp_path / "s" / "store.json").read_text()) == {"format": 1, "dims": 64}
+
+
+# ---------------------------------------------------------------------- filter indexes
+
+
+@pytest.mark.parametrize("engine", ["embedded", "memory"])
+def test_filter_indexes_are_created_and_filters_agree(tmp_path: Path, engine: str) -> None:
+    indexes: dict[str, Any] = {"kind": "keyword", "priority": "integer", "meta.score": "float"}
+    where: dict[str, Any] = {"path": tmp_path / "s"} if engine == "embedded" else {"location": ":memory:"}
+    with QdrantStore(**where, filter_indexes=indexes) as store:
+        for i in range(40):
+            value = {"kind": ["fact", "episode"][i % 2], "priority": i % 7, "meta": {"score": i / 10}}
+            store.put(("f",), f"k{i}", value)
+        store.put(("f",), "odd", {"kind": ["fact"], "priority": "3", "meta": {"score": "high"}})
+        facts = {
+            i.key for i in store.search(("f",), filter={"kind": "fact", "priority": {"$gte": 5}}, limit=100)
+        }
+        assert facts == {f"k{i}" for i in range(0, 40, 2) if i % 7 >= 5}
+        scored = {i.key for i in store.search(("f",), filter={"meta.score": {"$gt": 3.5}}, limit=100)}
+        assert scored == {f"k{i}" for i in range(36, 40)}
+        assert store.search(("f",), filter={"kind": ["fact"]})[0].key == "odd"  # a list equals only a list
+        if engine == "embedded":
+            schema = store._engine._require().info().payload_schema  # type: ignore[union-attr]
+            assert {"value.kind", "value.priority", "value.meta.score"} <= set(schema)
+    if engine == "embedded":  # reopening with the same (or more) indexes is fine
+        with QdrantStore(tmp_path / "s", filter_indexes={**indexes, "extra": "keyword"}) as store:
+            assert len(store.search(("f",), filter={"priority": 3}, limit=100)) == 6
+
+
+@pytest.mark.parametrize(
+    "spec", [{"a b": "keyword"}, {"kind": "text"}, {"": "keyword"}], ids=["space", "type", "empty"]
+)
+def test_bad_filter_index_specs_are_configuration_errors(spec: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError, match="filter index"):
+        QdrantStore(location=":memory:", filter_indexes=spec)

@@ -17,7 +17,7 @@ other namespaces of 10 items each. Every search targets that namespace. The
 metrics: batched put throughput (batches of 500), get p50, filtered search
 (``{"kind": "fact"}``, no query) p50/p95, vector search p50/p95, hybrid search
 (dense + BM25, fused in the engine; QdrantStore only) p50/p95, reopen time
-(close, open, first get) and disk size, then ratios of each peer to the
+(close, open, first get) and disk usage (allocated blocks), then ratios of each peer to the
 embedded QdrantStore. Peers that scan in Python are given a time budget per
 metric rather than a fixed number of calls, and are skipped above
 ``slow_peer_max`` items. The peers come with ``pip install 'langmem-plugin[bench]'``.
@@ -29,7 +29,7 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,8 +201,9 @@ class _Peer:
     hybrid: Callable[[str], object] | None = None
 
 
-def _dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+def _disk_usage(paths: Iterable[Path]) -> int:
+    """Bytes on disk (allocated blocks: Qdrant preallocates sparse files, whose apparent size is larger)."""
+    return sum(p.stat().st_blocks * 512 for p in paths if p.is_file())
 
 
 def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
@@ -222,7 +223,7 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
         )
         if name == "qdrant-embedded":
             peer.reopen = lambda: QdrantStore(path, index=index)  # type: ignore[arg-type]
-            peer.disk = lambda: _dir_size(path)
+            peer.disk = lambda: _disk_usage(path.rglob("*"))
         return peer
     if name == "inmemory":
         from langgraph.store.memory import InMemoryStore
@@ -260,7 +261,7 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             sqlite,
             reopen=connect,
             close=lambda: holder["conn"].close(),
-            disk=lambda: sum(p.stat().st_size for p in workdir.glob("store.sqlite*")),
+            disk=lambda: _disk_usage(workdir.glob("store.sqlite*")),
             vector=lambda q: sqlite.search(TARGET, query=q, limit=10),
         )
     raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")

@@ -333,6 +333,7 @@ class StoreState:
         self._order: list[tuple[float, tuple[str, ...], str]] = []
         self._ns_slots: dict[tuple[str, ...], np.ndarray] = {}
         self._loading = False
+        self._vector_batch: dict[int, np.ndarray] | None = None
         self._pending_vectors: dict[tuple[tuple[str, ...], str], np.ndarray | None] = {}
 
     # ----------------------------------------------------------------- indexing
@@ -384,9 +385,14 @@ class StoreState:
         fields = self.fields_for(entry.index)
         if self.vectors is not None:
             if vectors is not None and len(vectors):
-                self.vectors.set(entry.slot, vectors)
+                if self._vector_batch is not None:
+                    self._vector_batch[entry.slot] = vectors
+                else:
+                    self.vectors.set(entry.slot, vectors)
             else:
                 self.vectors.remove(entry.slot)
+                if self._vector_batch is not None:
+                    self._vector_batch.pop(entry.slot, None)
         if self.lexical is not None:
             if fields == []:
                 self.lexical.remove(entry.slot)
@@ -411,6 +417,8 @@ class StoreState:
             self._order_remove(entry)
         if self.vectors is not None:
             self.vectors.remove(slot)
+            if self._vector_batch is not None:
+                self._vector_batch.pop(slot, None)
         if self.lexical is not None:
             self.lexical.remove(slot)
         self._free_slots.append(slot)
@@ -606,8 +614,16 @@ class StoreState:
         self._index(entry, vectors, previous)
 
     def apply_many(self, writes: Iterable[tuple[tuple[str, ...], str, str, Mapping[str, Any], Any]]) -> None:
-        for namespace, key, cid, record, vectors in writes:
-            self.apply(namespace, key, cid, record, vectors)
+        """Apply several records; their vectors go into the matrix in one copy."""
+        self._vector_batch = {}
+        try:
+            for namespace, key, cid, record, vectors in writes:
+                self.apply(namespace, key, cid, record, vectors)
+            if self.vectors is not None and self._vector_batch:
+                live = {s: v for s, v in self._vector_batch.items() if s in self._by_slot}
+                self.vectors.set_many(list(live), list(live.values()))
+        finally:
+            self._vector_batch = None
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[VersionRef]:
         return list(self.versions.get((namespace, key), ()))

@@ -68,6 +68,7 @@ per store (≈ 150 MB of 384-dim vectors, tens of ms per query); see
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import itertools
 import json
@@ -225,7 +226,9 @@ class CheckpointerStore(BaseStore):
         clock: returns the current time (timezone-aware UTC); for tests.
         name: the store's name among the saver's threads (several stores can share a saver).
 
-    Constructing does no I/O; the log is read on :meth:`setup` / :meth:`asetup` or the first call.
+    Values are JSON objects of at most 1 MiB of JSON (``MAX_VALUE_BYTES``); anything else is an
+    ``InvalidValueError`` and nothing is written. Constructing does no I/O; the log is read on
+    :meth:`setup` / :meth:`asetup` or the first call.
     """
 
     supports_ttl: bool = True
@@ -381,23 +384,14 @@ class CheckpointerStore(BaseStore):
             thread = namespace_thread(self.name, namespace)
             saved_list = cast(list[CheckpointTuple], (yield _List(self._config(thread))))
             saved_list.sort(key=lambda t: t.checkpoint["id"])
-            for saved in saved_list:
-                cid = saved.checkpoint["id"]
-                for key, record in saved.checkpoint["channel_values"].items():
-                    vectors = None
-                    if (
-                        record["op"] == "put"
-                        and state.vectors is not None
-                        and record.get("dims") == self._dims
-                    ):
-                        vectors = decode_vectors(record.get("vectors"), state.vectors.dims)
-                        if record.get("fields") != state.fields_for(record.get("index")):
-                            vectors = None
-                    state.apply(namespace, key, cid, record, vectors)
+            with _gc_paused():  # folding creates many small objects: the collector only slows it down
+                for saved in saved_list:
+                    self._fold(state, namespace, saved)
             if saved_list:
                 state.heads[thread] = saved_list[-1].checkpoint["id"]
             state.registered.add(namespace)
-        missing = state.finish_load()
+        with _gc_paused():
+            missing = state.finish_load()
         if missing:  # written without (or with other) embeddings: embed once now
             texts = [state.texts_for(e.value, e.index) for e in missing]
             flat = yield _Embed([t for group in texts for t in group])
@@ -412,6 +406,22 @@ class CheckpointerStore(BaseStore):
             if self._state is None:
                 self._state = state
         self.start_ttl_sweeper()
+
+    def _fold(self, state: StoreState, namespace: tuple[str, ...], saved: CheckpointTuple) -> None:
+        cid = saved.checkpoint["id"]
+        vectors_ok = state.vectors is not None
+        for key, record in saved.checkpoint["channel_values"].items():
+            vectors = None
+            # vectors made with other dims or fields are not reused: finish_load embeds again
+            if (
+                vectors_ok
+                and record["op"] == "put"
+                and record.get("dims") == self._dims
+                and record.get("fields") == state.fields_for(record.get("index"))
+            ):
+                assert self._dims is not None
+                vectors = decode_vectors(record.get("vectors"), self._dims)
+            state.apply(namespace, key, cid, record, vectors)
 
     def _batch(self, ops: list[Op]) -> _Steps[list[Result]]:
         puts: list[tuple[int, PutOp]] = []
@@ -801,6 +811,17 @@ class CheckpointerStore(BaseStore):
     def _require_embeddings(self) -> Embeddings:
         assert self._embeddings is not None
         return self._embeddings
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _embeddings(embed: Any) -> Embeddings:

@@ -28,6 +28,7 @@ from langmem_plugin.stores.qdrant._plan import (
     EngineCall,
     Facet,
     Filter,
+    FilterIndexType,
     Fused,
     Hit,
     Match,
@@ -87,10 +88,18 @@ class EdgeEngine:
         durable: fsync after every write batch.
     """
 
-    def __init__(self, path: Path, *, dims: int | None, durable: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        dims: int | None,
+        durable: bool = False,
+        filter_indexes: tuple[tuple[str, FilterIndexType], ...] = (),
+    ) -> None:
         self.path = path
         self.dims = dims
         self.durable = durable
+        self.filter_indexes = filter_indexes
         self._lock = PathLock(path)
         self._shard: qe.EdgeShard | None = None
         self._guard = threading.RLock()
@@ -107,6 +116,7 @@ class EdgeEngine:
             self._lock.acquire()
             try:
                 self._shard = self._load_or_create()
+                self._ensure_filter_indexes(self._shard)
             except BaseException:
                 self._lock.release()
                 raise
@@ -161,6 +171,20 @@ class EdgeEngine:
             raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
         meta_path.write_text(json.dumps({"format": FORMAT, "dims": self.dims}), encoding="utf-8")
         return shard
+
+    def _ensure_filter_indexes(self, shard: qe.EdgeShard) -> None:
+        existing = set(shard.info().payload_schema)
+        schemas: dict[str, qe.KeywordIndexParams | qe.IntegerIndexParams | qe.FloatIndexParams] = {
+            "keyword": qe.KeywordIndexParams(enable_hnsw=False),
+            "integer": qe.IntegerIndexParams(lookup=True, range=True, enable_hnsw=False),
+            "float": qe.FloatIndexParams(enable_hnsw=False),
+        }
+        try:
+            for name, kind in self.filter_indexes:
+                if name not in existing:
+                    shard.update(qe.UpdateOperation.create_field_index(name, schemas[kind]))
+        except Exception as exc:
+            raise StoreError(f"could not create the payload indexes {self.filter_indexes}: {exc}") from exc
 
     def _require(self) -> qe.EdgeShard:
         if self._shard is None:

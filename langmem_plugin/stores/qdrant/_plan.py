@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langgraph.store.base import (
     GetOp,
@@ -73,6 +73,7 @@ __all__ = [
     "EmbedQueries",
     "Facet",
     "Filter",
+    "FilterIndexType",
     "Fused",
     "Hit",
     "Match",
@@ -88,6 +89,7 @@ __all__ = [
     "SearchMode",
     "SetPayload",
     "Upsert",
+    "filter_index_fields",
     "from_us",
     "ns_token",
     "point_id",
@@ -139,6 +141,29 @@ def to_us(moment: datetime) -> int:
 def from_us(micros: int) -> datetime:
     """The aware UTC datetime of :func:`to_us` (exact)."""
     return _EPOCH + timedelta(microseconds=int(micros))
+
+
+FilterIndexType = Literal["keyword", "integer", "float"]
+
+
+def filter_index_fields(spec: Mapping[str, str] | None) -> tuple[tuple[str, FilterIndexType], ...]:
+    """Payload indexes for value keys that filters use: ``{"kind": "keyword"}`` → ``(("value.kind", ...),)``.
+
+    Raises:
+        ConfigurationError: a key that is not a dot path of plain names, or an unknown index type.
+    """
+    out: list[tuple[str, FilterIndexType]] = []
+    for key, kind in (spec or {}).items():
+        if not isinstance(key, str) or not all(_SAFE_PART.match(part) for part in key.split(".")):
+            raise ConfigurationError(
+                f"filter index key {key!r} must be a dot path of names (letters, digits, _), e.g. 'meta.lang'"
+            )
+        if kind not in ("keyword", "integer", "float"):
+            raise ConfigurationError(
+                f"filter index type {kind!r} for {key!r} is not one of 'keyword', 'integer', 'float'"
+            )
+        out.append(("value." + key, cast(FilterIndexType, kind)))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- engine-neutral filters
@@ -342,6 +367,7 @@ class PlanConfig:
 
 
 def _live(now_us: int, prefix: Sequence[str] = ()) -> Filter:
+    """Items under ``prefix`` that have not expired (the expiry condition comes last)."""
     conditions: list[Cond] = [Range("expires_us", gt=float(now_us))]
     if prefix:
         conditions.insert(0, Match("ns_prefix", ns_token(prefix)))
@@ -657,9 +683,13 @@ def _search(
     config: PlanConfig, op: SearchOp, now_us: int, dense_query: list[float] | None
 ) -> Generator[Call, Any, tuple[list[SearchItem], list[Hit]]]:
     conditions = parse_filter(op.filter)
-    base = _live(now_us, op.namespace_prefix).and_(*_native(conditions))
+    # Expiry is checked here rather than by the engine: a range condition on every
+    # candidate costs a vector search more than re-checking the few hits it returns.
+    base = Filter(_live(now_us, op.namespace_prefix).must[:-1]).and_(*_native(conditions))
 
     def check(hit: Hit) -> bool:
+        if int(hit.payload["expires_us"]) <= now_us:
+            return False
         value = hit.payload["value"]
         return all(c.matches(value) for c in conditions)
 

@@ -31,6 +31,7 @@ from langmem_plugin.stores.qdrant._plan import (
     EngineCall,
     Facet,
     Filter,
+    FilterIndexType,
     Fused,
     Hit,
     Match,
@@ -100,6 +101,15 @@ def _page(result: tuple[list[models.Record], Any]) -> tuple[list[Hit], str | Non
     return hits, str(next_offset) if next_offset is not None else None
 
 
+_FILTER_SCHEMAS: dict[str, Any] = {
+    "keyword": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False),
+    "integer": models.IntegerIndexParams(
+        type=models.IntegerIndexType.INTEGER, lookup=True, range=True, enable_hnsw=False
+    ),
+    "float": models.FloatIndexParams(type=models.FloatIndexType.FLOAT, enable_hnsw=False),
+}
+
+
 Request = tuple[str, dict[str, Any], Callable[[Any], Any]]
 
 
@@ -122,7 +132,9 @@ class ClientEngine:
         collection: str,
         dims: int | None,
         owns: bool,
+        filter_indexes: tuple[tuple[str, FilterIndexType], ...] = (),
     ) -> None:
+        self.filter_indexes = filter_indexes
         self.client = client
         self.aclient = aclient
         self.collection = collection
@@ -149,6 +161,13 @@ class ClientEngine:
                 self._check(self.client.get_collection(self.collection))
             else:
                 self._create()
+            if not self.local:  # local mode ignores payload indexes (and warns)
+                existing = set(self.client.get_collection(self.collection).payload_schema)
+                for name, kind in self.filter_indexes:
+                    if name not in existing:
+                        self.client.create_payload_index(
+                            self.collection, name, field_schema=_FILTER_SCHEMAS[kind], wait=True
+                        )
         except LangMemPluginError:
             raise
         except Exception as exc:

@@ -7,14 +7,16 @@ import copy
 import inspect
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
+from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
@@ -26,8 +28,10 @@ from langmem_plugin.stores.qdrant._plan import (
     Call,
     EmbedDocuments,
     EmbedQueries,
+    FilterIndexType,
     PlanConfig,
     SearchMode,
+    filter_index_fields,
     run_batch,
     run_export_page,
     run_import,
@@ -116,6 +120,9 @@ class QdrantStore(BaseStore):
         search: how queries rank (:class:`QdrantSearchConfig`).
         clock: the time source (tests pass a fake one); default: UTC now.
         durable: embedded only: fsync after every write batch (every write is in the WAL anyway).
+        filter_indexes: payload indexes for value keys you filter on, e.g. ``{"kind": "keyword",
+            "priority": "integer"}`` (dot paths allowed): filtered searches then stay fast at scale.
+            Filters work on every key without them.
     """
 
     supports_ttl = True
@@ -126,8 +133,8 @@ class QdrantStore(BaseStore):
         *,
         url: str | None = None,
         api_key: str | None = None,
-        client: Any = None,
-        aclient: Any = None,
+        client: QdrantClient | None = None,
+        aclient: AsyncQdrantClient | None = None,
         location: str | None = None,
         collection: str = "langmem",
         index: IndexConfig | None = None,
@@ -135,6 +142,7 @@ class QdrantStore(BaseStore):
         search: QdrantSearchConfig | None = None,
         clock: Clock | None = None,
         durable: bool = False,
+        filter_indexes: Mapping[str, FilterIndexType] | None = None,
     ) -> None:
         given = [
             name
@@ -173,18 +181,20 @@ class QdrantStore(BaseStore):
         )
         self._clock: Clock = clock or utc_clock
         self._engine: Engine
+        indexes = filter_index_fields(filter_indexes)
         if path:
-            self._engine = EdgeEngine(Path(path), dims=dims, durable=durable)
+            self._engine = EdgeEngine(Path(path), dims=dims, durable=durable, filter_indexes=indexes)
         else:
-            from qdrant_client import AsyncQdrantClient, QdrantClient
-
             owns = client is None
             if url:
                 client = QdrantClient(url=url, api_key=api_key)
                 aclient = AsyncQdrantClient(url=url, api_key=api_key)
             elif location:
                 client = QdrantClient(location=location)
-            self._engine = ClientEngine(client, aclient=aclient, collection=collection, dims=dims, owns=owns)
+            assert client is not None  # exactly one of the four was given
+            self._engine = ClientEngine(
+                client, aclient=aclient, collection=collection, dims=dims, owns=owns, filter_indexes=indexes
+            )
         self._sweeper = (
             TTLSweeper(self.sweep_ttl, self._config.ttl.sweep_interval_minutes)
             if self._config.ttl.sweep_interval_minutes
@@ -212,7 +222,7 @@ class QdrantStore(BaseStore):
     async def asetup(self) -> None:
         """:meth:`setup`, from async code."""
         if not self._engine.is_open:
-            await asyncio.get_running_loop().run_in_executor(None, self.setup)
+            await run_in_executor(None, self.setup)
 
     def close(self) -> None:
         """Stop the sweeper and close the engine (the embedded engine flushes and unlocks)."""
@@ -353,10 +363,14 @@ class QdrantStore(BaseStore):
             self._sweeper.stop()
 
     def optimize(self) -> bool:
-        """Embedded engine: build the HNSW and payload indexes of recent writes now (blocking).
+        """Embedded engine: run Qdrant's segment optimizers now (HNSW graphs, merged segments).
 
-        Until then, new points are searched exactly (fine up to tens of
-        thousands per namespace). A server optimizes on its own: no-op there.
+        Without it, searches are exact over the namespace's points (measured
+        here: ≈ 3 ms at 10k items, tens of ms at 100k on a loaded machine). It
+        blocks the whole process while it runs (minutes at 100k points), so
+        call it at a quiet moment and measure: at 10k points it did not make
+        namespace-filtered search faster here. A server optimizes on its own:
+        a no-op there. Returns whether anything changed.
         """
         self.setup()
         return self._engine.optimize()

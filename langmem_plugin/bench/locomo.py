@@ -1,0 +1,455 @@
+"""``langmem-plugin bench locomo``: evidence recall on LoCoMo, tokens injected, query latency.
+
+LoCoMo (Maharana et al., 2024) has 10 long conversations (≈ 600 turns each,
+over up to 35 dated sessions) and ≈ 2,000 questions, each with the dialogue
+turns (``"D3:7"``) that hold its answer. This benchmark:
+
+1. stores each conversation's turns as memories (:class:`~langmem_plugin.core.record.MemoryRecord`,
+   kind ``episode``, created at the session's date) in its own namespace of each store;
+2. searches every question and measures **evidence recall@k** the way LoCoMo
+   defines it — the fraction of a question's evidence turns found in the top k,
+   averaged over questions — per category (1 multi-hop, 2 temporal, 3
+   open-domain, 4 single-hop, 5 adversarial) and overall. Malformed evidence
+   strings (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``) are split and
+   normalised; a question with no parseable evidence is skipped and counted;
+3. counts the tokens (cl100k) that injecting the top k would cost, against the
+   whole conversation as plain text;
+4. times each query end to end, the query's embedding included.
+
+What each memory holds: ``content`` is ``"Speaker: text"`` (plus ``[shares
+<caption>]`` for a shared photo — the caption LoCoMo provides, not its search
+query), ``metadata`` has the session date, the turn id and ``context``: the
+turn before it in the same session. The dense index embeds ``content`` only;
+the hybrid retriever's BM25 indexes date, context and content
+(:data:`LOCOMO_RETRIEVAL`).
+
+Every variant shares one embedder instance, and a document text is embedded once
+per run (the stores ask for the same texts); queries are embedded on every search.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+
+from langmem_plugin.bench._report import format_table, percentile
+from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+
+__all__ = [
+    "CATEGORIES",
+    "LOCOMO_RETRIEVAL",
+    "Conversation",
+    "LocomoResult",
+    "Question",
+    "Turn",
+    "VariantResult",
+    "conversation_text",
+    "load_locomo",
+    "parse_evidence",
+    "run_locomo_bench",
+    "turn_value",
+]
+
+CATEGORIES: dict[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+KS: tuple[int, ...] = (5, 10, 25)
+#: The token encoding of LoCoMo's comparisons (gpt-4 / gpt-3.5).
+TOKEN_MODEL = "gpt-4"
+
+#: The retrieval recipe measured here: BM25 over date + previous turn + turn, dense over the turn.
+LOCOMO_RETRIEVAL = RetrievalConfig(
+    lexical_fields=("metadata.session_date", "metadata.context", "content"),
+)
+
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_SESSION = re.compile(r"session_(\d+)")
+
+
+def parse_evidence(raw: Iterable[Any]) -> tuple[str, ...]:
+    """Evidence turn ids, normalised: ``["D8:6; D9:17", "D30:05"]`` → ``("D8:6", "D9:17", "D30:5")``.
+
+    >>> parse_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D", "D1:3 D1:4", "D1:3"])
+    ('D8:6', 'D9:17', 'D11:26', 'D30:5', 'D1:3', 'D1:4')
+    """
+    out: list[str] = []
+    for entry in raw:
+        for session, turn in _EVIDENCE.findall(str(entry)):
+            dia_id = f"D{int(session)}:{int(turn)}"
+            if dia_id not in out:
+                out.append(dia_id)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One dialogue turn."""
+
+    dia_id: str
+    session: int
+    date: str
+    speaker: str
+    text: str
+    caption: str | None = None
+
+    @property
+    def line(self) -> str:
+        """``"Speaker: text [shares caption]"``."""
+        shared = f" [shares {self.caption}]" if self.caption else ""
+        return f"{self.speaker}: {self.text}{shared}"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question, its category and its evidence turn ids."""
+
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One LoCoMo sample: its turns in order and its questions."""
+
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+    skipped: int = 0  # questions without parseable evidence
+
+
+def _parse_date(text: str) -> datetime | None:
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def load_locomo(path: str | Path) -> list[Conversation]:
+    """Read ``locomo10.json`` (or any file of its shape).
+
+    Raises:
+        ConfigurationError: the file is missing or is not LoCoMo-shaped (the message says which).
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise ConfigurationError(
+            f"LoCoMo data not found at {str(source)!r}. Fix: pass --data PATH to locomo10.json "
+            "(e.g. ../shared/data/locomo/locomo10.json from the repository root)."
+        )
+    try:
+        raw = json.loads(source.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{str(source)!r} is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise ConfigurationError(f"{str(source)!r}: expected a list of samples, got {type(raw).__name__}")
+    conversations: list[Conversation] = []
+    for n, sample in enumerate(raw):
+        try:
+            conv = sample["conversation"]
+            sessions = sorted(int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k)))
+            turns = tuple(
+                Turn(
+                    dia_id=str(t["dia_id"]),
+                    session=s,
+                    date=str(conv.get(f"session_{s}_date_time", "")),
+                    speaker=str(t["speaker"]),
+                    text=str(t["text"]),
+                    caption=t.get("blip_caption") or None,
+                )
+                for s in sessions
+                for t in conv[f"session_{s}"]
+            )
+            questions: list[Question] = []
+            skipped = 0
+            for q in sample["qa"]:
+                evidence = parse_evidence(q.get("evidence") or [])
+                if evidence:
+                    questions.append(Question(str(q["question"]), int(q["category"]), evidence))
+                else:
+                    skipped += 1
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"{str(source)!r}: sample {n} is not LoCoMo-shaped ({type(exc).__name__}: {exc})"
+            ) from exc
+        sample_id = str(sample.get("sample_id", f"sample-{n}"))
+        conversations.append(Conversation(sample_id, turns, tuple(questions), skipped))
+    return conversations
+
+
+def turn_value(turn: Turn, previous: Turn | None) -> dict[str, Any]:
+    """The stored value of a turn: a memory record (``previous``: the turn before, same session)."""
+    metadata = {"dia_id": turn.dia_id, "session_date": turn.date, "speaker": turn.speaker}
+    if previous is not None and previous.session == turn.session:
+        metadata["context"] = previous.line[:2000]
+    created = _parse_date(turn.date)
+    record = MemoryRecord(
+        content=turn.line,
+        category="locomo",
+        kind=MemoryKind.EPISODE,
+        source="bench:locomo",
+        metadata=metadata,
+        **({"created_at": created, "updated_at": created} if created else {}),
+    )
+    return record.to_value()
+
+
+def conversation_text(conversation: Conversation) -> str:
+    """The whole conversation as plain text: a date line per session, then one line per turn."""
+    lines: list[str] = []
+    session = None
+    for turn in conversation.turns:
+        if turn.session != session:
+            session = turn.session
+            lines.append(f"Session {session} ({turn.date})")
+        lines.append(turn.line)
+    return "\n".join(lines)
+
+
+def injected_text(values: Sequence[dict[str, Any]]) -> str:
+    """What recall would inject for these memories: one ``[date] content`` line each."""
+    return "\n".join(f"[{v.get('metadata', {}).get('session_date', '')}] {v['content']}" for v in values)
+
+
+# ---------------------------------------------------------------------------- the run
+
+Searcher = Callable[[tuple[str, ...], str, int], list[dict[str, Any]]]
+
+
+def _store_searcher(store: BaseStore) -> Searcher:
+    def search(namespace: tuple[str, ...], query: str, limit: int) -> list[dict[str, Any]]:
+        return [item.value for item in store.search(namespace, query=query, limit=limit)]
+
+    return search
+
+
+def _retriever_searcher(retriever: HybridRetriever) -> Searcher:
+    def search(namespace: tuple[str, ...], query: str, limit: int) -> list[dict[str, Any]]:
+        return [hit.value for hit in retriever.search(namespace, query, limit=limit)]
+
+    return search
+
+
+class _EmbedOnce(Embeddings):
+    """Embeds each distinct document text once per run (in memory), queries every time."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.dims = getattr(inner, "dims", None)
+        self._docs: dict[str, list[float]] = {}
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._docs))
+        if missing:
+            self._docs.update(zip(missing, self.inner.embed_documents(missing), strict=True))
+        return [self._docs[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@dataclass
+class VariantResult:
+    """One variant's numbers."""
+
+    name: str
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
+    categories: list[int] = field(default_factory=list)
+    tokens: dict[int, list[int]] = field(default_factory=lambda: {k: [] for k in KS})
+    seconds: list[float] = field(default_factory=list)
+
+    def mean_recall(self, k: int, category: int | None = None) -> float:
+        """Mean recall@k in percent (over one category, or all questions)."""
+        values = [r for r, c in zip(self.recall[k], self.categories, strict=True) if category in (None, c)]
+        return 100.0 * sum(values) / len(values) if values else float("nan")
+
+    def mean_tokens(self, k: int) -> float:
+        values = self.tokens[k]
+        return sum(values) / len(values) if values else 0.0
+
+
+@dataclass
+class LocomoResult:
+    """Everything one run measured."""
+
+    variants: list[VariantResult]
+    conversations: int
+    questions: int
+    skipped: int
+    turns: int
+    full_tokens: float
+    load_seconds: float
+
+    def table(self) -> str:
+        """Recall per category and overall (@5 / @10 / @25), tokens at k, latency."""
+        headers = [
+            "variant",
+            *(f"{c} {n}" for c, n in CATEGORIES.items()),
+            "overall",
+            "tokens @5/@10/@25",
+            "p50 ms",
+            "p95 ms",
+        ]
+        rows = []
+        for v in self.variants:
+            cells = [" / ".join(f"{v.mean_recall(k, c):.1f}" for k in KS) for c in [*CATEGORIES, None]]
+            tokens = " / ".join(f"{v.mean_tokens(k):.0f}" for k in KS)
+            p50 = percentile(v.seconds, 50) * 1000 if v.seconds else float("nan")
+            p95 = percentile(v.seconds, 95) * 1000 if v.seconds else float("nan")
+            rows.append([v.name, *cells, tokens, f"{p50:.1f}", f"{p95:.1f}"])
+        rows.append(["anchor: DRAGON (LoCoMo paper)", "", "", "", "", "", "56.7 / 66.2 / 76.7", "", "", ""])
+        rows.append(["anchor: plain BM25 over turns", "", "", "", "", "", "52.3 / 59.2 / 67.3", "", "", ""])
+        return format_table(headers, rows)
+
+    def summary(self) -> str:
+        """One paragraph: what was run, and the whole-conversation token cost."""
+        return (
+            f"{self.conversations} conversations, {self.turns} turns, {self.questions} questions "
+            f"({self.skipped} without parseable evidence skipped); recall@k in % (@5 / @10 / @25); "
+            f"whole conversation as plain text: {self.full_tokens:,.0f} cl100k tokens on average; "
+            f"storing every turn in every store took {self.load_seconds:.1f} s."
+        )
+
+
+VARIANTS: tuple[str, ...] = ("qdrant", "qdrant-rrf", "bm25", "bm25-turns", "dense", "inmemory")
+_LABELS = {
+    "qdrant": "QdrantStore + HybridRetriever (recipe)",
+    "qdrant-rrf": "QdrantStore hybrid as is (RRF in engine)",
+    "bm25": "BM25 only (date + context + turn)",
+    "bm25-turns": "BM25 only (turn text)",
+    "dense": "dense only (MiniLM, query as is)",
+    "inmemory": "InMemoryStore + HybridRetriever (recipe)",
+}
+
+
+def _searchers(
+    names: Sequence[str], embeddings: Embeddings, stack: ExitStack, *, qdrant_path: Path
+) -> Iterator[tuple[str, BaseStore, Searcher]]:
+    index: Any = {
+        "dims": getattr(embeddings, "dims", None) or 384,
+        "embed": embeddings,
+        "fields": ["content"],
+    }
+    qdrant: Any = None
+    inmemory: Any = None
+    if any(n.startswith(("qdrant", "bm25", "dense")) for n in names):
+        from langmem_plugin.stores.qdrant import QdrantStore
+
+        qdrant = stack.enter_context(QdrantStore(path=qdrant_path, index=index))
+    if "inmemory" in names:
+        from langgraph.store.memory import InMemoryStore
+
+        inmemory = InMemoryStore(index=index)
+    for name in names:
+        if name == "qdrant":
+            yield (
+                name,
+                qdrant,
+                _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL)),
+            )
+        elif name == "qdrant-rrf":
+            yield name, qdrant, _store_searcher(qdrant)
+        elif name == "bm25":
+            config = RetrievalConfig(mode="lexical", lexical_fields=LOCOMO_RETRIEVAL.lexical_fields)
+            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))
+        elif name == "bm25-turns":
+            config = RetrievalConfig(mode="lexical", lexical_fields=("content",))
+            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))
+        elif name == "dense":
+            yield name, qdrant, _store_searcher(qdrant.with_search(mode="dense"))
+        elif name == "inmemory":
+            yield name, inmemory, _retriever_searcher(HybridRetriever(inmemory, LOCOMO_RETRIEVAL))
+        else:
+            raise ConfigurationError(f"unknown variant {name!r}; use some of {', '.join(VARIANTS)}")
+
+
+def run_locomo_bench(
+    data: str | Path,
+    *,
+    conversations: int | None = None,
+    variants: Sequence[str] = VARIANTS,
+    embeddings: Embeddings | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> LocomoResult:
+    """Run the benchmark over ``data`` (``locomo10.json``) and return its numbers.
+
+    Args:
+        data: the LoCoMo JSON file.
+        conversations: only the first N conversations (default: all).
+        variants: which rows to run (see :data:`VARIANTS`).
+        embeddings: the embedder (default: the offline MiniLM).
+        progress: called with a line of progress now and then.
+    """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(VARIANTS)}")
+    samples = load_locomo(data)[:conversations]
+    if embeddings is None:
+        from langmem_plugin.core.embeddings import MiniLMEmbeddings
+
+        embeddings = MiniLMEmbeddings().load()
+    shared = _EmbedOnce(embeddings)
+    say = progress or (lambda _line: None)
+    results = [VariantResult(_LABELS[name]) for name in variants]
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-")))
+        searchers = list(_searchers(variants, shared, stack, qdrant_path=tmp / "qdrant"))
+        stores = list({id(store): store for _, store, _ in searchers}.values())
+        start = time.perf_counter()
+        for conv in samples:
+            namespace = ("locomo", conv.sample_id)
+            ops = [
+                PutOp(namespace, t.dia_id, turn_value(t, conv.turns[i - 1] if i else None))
+                for i, t in enumerate(conv.turns)
+            ]
+            for store in stores:
+                store.batch(ops)
+            say(f"stored {conv.sample_id}: {len(ops)} turns")
+        load_seconds = time.perf_counter() - start
+        embeddings.embed_query("warm-up")
+        for (name, _, search), result in zip(searchers, results, strict=True):
+            for conv in samples:
+                namespace = ("locomo", conv.sample_id)
+                search(namespace, "warm-up query", max(KS))  # builds per-namespace indexes
+                for question in conv.questions:
+                    t0 = time.perf_counter()
+                    values = search(namespace, question.text, max(KS))
+                    result.seconds.append(time.perf_counter() - t0)
+                    ids = [v.get("metadata", {}).get("dia_id") for v in values]
+                    result.categories.append(question.category)
+                    for k in KS:
+                        top = set(ids[:k])
+                        found = sum(1 for e in question.evidence if e in top)
+                        result.recall[k].append(found / len(question.evidence))
+                        result.tokens[k].append(count_tokens(injected_text(values[:k]), model=TOKEN_MODEL))
+            say(f"{name}: recall@10 {result.mean_recall(10):.1f}")
+    full = [count_tokens(conversation_text(c), model=TOKEN_MODEL) for c in samples]
+    return LocomoResult(
+        variants=results,
+        conversations=len(samples),
+        questions=sum(len(c.questions) for c in samples),
+        skipped=sum(c.skipped for c in samples),
+        turns=sum(len(c.turns) for c in samples),
+        full_tokens=sum(full) / len(full) if full else 0.0,
+        load_seconds=load_seconds,
+    )

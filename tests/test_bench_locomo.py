@@ -1,0 +1,214 @@
+"""The LoCoMo harness end to end on a tiny synthetic LoCoMo-shaped file (the real data is not needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_plugin.bench.locomo import (
+    CATEGORIES,
+    KS,
+    conversation_text,
+    injected_text,
+    load_locomo,
+    parse_evidence,
+    run_locomo_bench,
+    turn_value,
+)
+from langmem_plugin.cli import main
+from langmem_plugin.core.record import MemoryRecord
+from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.testing import FakeEmbeddings
+
+
+def _turn(speaker: str, dia_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    return {"speaker": speaker, "dia_id": dia_id, "text": text, **extra}
+
+
+SAMPLES: list[dict[str, Any]] = [
+    {
+        "sample_id": "conv-a",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                _turn("Ann", "D1:1", "Hey Bo! How have you been?"),
+                _turn("Bo", "D1:2", "Busy! I adopted a puppy named Biscuit."),
+                _turn("Ann", "D1:3", "Lovely. I started pottery classes on Saturday."),
+                _turn(
+                    "Bo",
+                    "D1:4",
+                    "Look at this.",
+                    blip_caption="a photo of a sunset over a lake",
+                    query="sunset lake",
+                ),
+            ],
+            "session_2_date_time": "10:37 am on 27 June, 2023",
+            "session_2": [
+                _turn("Ann", "D2:1", "My marathon training in Boston is going well."),
+                _turn("Bo", "D2:2", "Great! Biscuit chewed my violin case yesterday."),
+                _turn("Ann", "D2:3", "Oh no. Is the violin okay?"),
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of the puppy?", "evidence": ["D1:2"], "category": 4},
+            {"question": "When did Ann start pottery?", "evidence": ["D1:3"], "category": 2},
+            # malformed: two ids in one string, and a zero-padded turn number
+            {"question": "What did Biscuit do?", "evidence": ["D1:2; D2:02"], "category": 1},
+            # one id that exists and one that does not: recall can reach 0.5 at most
+            {"question": "Where is the marathon?", "evidence": ["D2:1", "D9:9"], "category": 3},
+            {
+                "question": "What did Ann adopt?",
+                "evidence": ["D1:2"],
+                "category": 5,
+                "adversarial_answer": "x",
+            },
+            # no parseable evidence: skipped and counted
+            {"question": "Anything else?", "evidence": ["D"], "category": 4},
+        ],
+    },
+    {
+        "sample_id": "conv-b",
+        "conversation": {
+            "speaker_a": "Cy",
+            "speaker_b": "Di",
+            "session_1_date_time": "9:00 am on 1 January, 2024",
+            "session_1": [
+                _turn("Cy", "D1:1", "I moved to Lisbon last month."),
+                _turn("Di", "D1:2", "Nice! I got a kayak for the river."),
+            ],
+        },
+        "qa": [
+            {"question": "Which city did Cy move to, Lisbon?", "evidence": ["D:1:1"], "category": 4},
+        ],
+    },
+]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo_tiny.json"
+    path.write_text(json.dumps(SAMPLES))
+    return path
+
+
+def test_parse_evidence_splits_and_normalises() -> None:
+    assert parse_evidence(["D8:6; D9:17"]) == ("D8:6", "D9:17")
+    assert parse_evidence(["D9:1 D4:4 D4:6"]) == ("D9:1", "D4:4", "D4:6")
+    assert parse_evidence(["D:11:26", "D30:05"]) == ("D11:26", "D30:5")
+    assert parse_evidence(["D", ""]) == ()
+    assert parse_evidence(["D1:3", "D1:3"]) == ("D1:3",)
+
+
+def test_load_parses_turns_sessions_questions(data: Path) -> None:
+    a, b = load_locomo(data)
+    assert a.sample_id == "conv-a"
+    assert [t.dia_id for t in a.turns] == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3"]
+    assert a.turns[4].session == 2
+    assert a.turns[4].date == "10:37 am on 27 June, 2023"
+    assert a.turns[3].line == "Bo: Look at this. [shares a photo of a sunset over a lake]"
+    assert len(a.questions) == 5
+    assert a.skipped == 1
+    assert a.questions[2].evidence == ("D1:2", "D2:2")
+    assert b.questions[0].evidence == ("D1:1",)
+
+
+def test_turn_value_is_a_memory_record_with_context_and_date(data: Path) -> None:
+    conv = load_locomo(data)[0]
+    value = turn_value(conv.turns[1], conv.turns[0])
+    record = MemoryRecord.from_value(value)
+    assert record.content == "Bo: Busy! I adopted a puppy named Biscuit."
+    assert record.metadata["context"] == "Ann: Hey Bo! How have you been?"
+    assert record.metadata["dia_id"] == "D1:2"
+    assert record.created_at.year == 2023
+    assert (record.created_at.month, record.created_at.day, record.created_at.hour) == (5, 8, 13)
+    # the first turn of a session has no context from the session before
+    assert "context" not in turn_value(conv.turns[4], conv.turns[3])["metadata"]
+
+
+def test_conversation_text_has_every_turn_and_session_date(data: Path) -> None:
+    conv = load_locomo(data)[0]
+    text = conversation_text(conv)
+    assert text.count("\n") == len(conv.turns) + 2 - 1
+    assert "Session 2 (10:37 am on 27 June, 2023)" in text
+    assert "Ann: Oh no. Is the violin okay?" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("not json", "not JSON"),
+        ('{"a": 1}', "list of samples"),
+        ('[{"conversation": {}}]', "not LoCoMo-shaped"),
+    ],
+)
+def test_bad_files_are_typed_errors(tmp_path: Path, content: str, needle: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ConfigurationError, match=needle):
+        load_locomo(path)
+    with pytest.raises(ConfigurationError, match="--data"):
+        load_locomo(tmp_path / "missing.json")
+
+
+def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
+    result = run_locomo_bench(
+        data, variants=("bm25-turns", "bm25", "inmemory", "qdrant"), embeddings=FakeEmbeddings(64)
+    )
+    assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 9)
+    convs = load_locomo(data)
+    expected_full = sum(count_tokens(conversation_text(c), model="gpt-4") for c in convs) / 2
+    assert result.full_tokens == pytest.approx(expected_full)
+
+    lexical = result.variants[0]
+    assert lexical.name == "BM25 only (turn text)"
+    assert lexical.categories == [4, 2, 1, 3, 5, 4]
+    assert len(lexical.seconds) == 6
+    # every question's evidence turn is found by its words (recall 1), except the one whose
+    # second evidence id does not exist (0.5 at most)
+    for k in KS:
+        assert lexical.recall[k] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+        assert lexical.mean_recall(k, 3) == pytest.approx(50.0)
+        assert lexical.mean_recall(k) == pytest.approx(100 * 5.5 / 6)
+    assert set(CATEGORIES) == {1, 2, 3, 4, 5}
+
+    # "Which city did Cy move to, Lisbon?" shares words with the Lisbon turn only (BM25 over turns):
+    # what is injected at any k is that one turn, counted in cl100k.
+    lisbon = turn_value(convs[1].turns[0], None)
+    only = count_tokens(injected_text([lisbon]), model="gpt-4")
+    assert [lexical.tokens[k][5] for k in KS] == [only, only, only]
+
+    # hybrid returns every turn at k=25 (9 turns in all); tokens grow with k
+    hybrid = result.variants[2]
+    assert hybrid.mean_tokens(5) <= hybrid.mean_tokens(10) <= hybrid.mean_tokens(25)
+    assert hybrid.recall[25] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+    # the same recipe over QdrantStore and InMemoryStore
+    assert result.variants[3].recall == hybrid.recall
+
+    table = result.table()
+    assert "InMemoryStore + HybridRetriever (recipe)" in table
+    assert "56.7 / 66.2 / 76.7" in table
+    assert "1 multi-hop" in table
+    assert "2 conversations, 9 turns, 6 questions (1 without parseable evidence skipped)" in result.summary()
+
+
+def test_unknown_variant_is_a_typed_error(data: Path) -> None:
+    with pytest.raises(ConfigurationError, match="unknown variant"):
+        run_locomo_bench(data, variants=("bm42",), embeddings=FakeEmbeddings(16))
+
+
+def test_cli_runs_the_benchmark(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["bench", "locomo", "--data", str(data), "--variants", "bm25-turns,dense", "--conversations", "1"]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "LoCoMo retrieval benchmark" in out
+    assert "BM25 only (turn text)" in out
+    assert "dense only (MiniLM, query as is)" in out
+    assert "1 conversations, 7 turns, 5 questions" in out

@@ -1,0 +1,195 @@
+"""HybridRetriever over real stores (InMemoryStore, embedded QdrantStore) with deterministic embeddings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.stores.qdrant import QdrantStore
+from langmem_plugin.testing import FakeEmbeddings
+
+NS = ("users", "u1")
+
+
+class RecordingEmbeddings(FakeEmbeddings):
+    """FakeEmbeddings that remember every query they embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def memory_store(embeddings: Embeddings | None = None) -> InMemoryStore:
+    return InMemoryStore(index={"dims": 64, "embed": embeddings or FakeEmbeddings(64), "fields": ["content"]})
+
+
+DOCS = {
+    "tea": {"content": "Prefers green tea in the morning", "metadata": {"context": "What do you drink?"}},
+    "tax": {"content": "The tax deadline is in April", "metadata": {"context": "Any paperwork due?"}},
+    "dog": {"content": "Adopted a puppy named Biscuit", "metadata": {"context": "Any news about pets?"}},
+    "run": {"content": "Training for the Boston marathon", "metadata": {"context": "Sports this year?"}},
+}
+
+
+def filled(retriever: HybridRetriever) -> HybridRetriever:
+    for key, value in DOCS.items():
+        retriever.put(NS, key, value)
+    return retriever
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "lexical"])
+def test_each_mode_finds_the_matching_memory(mode: str) -> None:
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode=mode)))  # type: ignore[arg-type]
+    hits = retriever.search(NS, "when is the tax deadline", limit=2)
+    assert hits[0].key == "tax"
+    assert hits[0].value == DOCS["tax"]
+    assert hits[0].namespace == NS
+    if mode == "lexical":
+        assert hits[0].dense_score is None
+        assert hits[0].lexical_score is not None
+    if mode == "dense":
+        assert hits[0].lexical_score is None
+        assert hits[0].dense_score is not None
+    if mode == "hybrid":
+        assert hits[0].dense_score is not None
+        assert hits[0].lexical_score is not None
+        assert hits[0].score > hits[1].score
+
+
+def test_lexical_fields_make_context_searchable_without_embedding_it() -> None:
+    with_context = filled(
+        HybridRetriever(
+            memory_store(), RetrievalConfig(mode="lexical", lexical_fields=("metadata.context", "content"))
+        )
+    )
+    assert [h.key for h in with_context.search(NS, "paperwork", limit=3)] == ["tax"]
+    content_only = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
+    assert content_only.search(NS, "paperwork", limit=3) == []
+
+
+def test_hybrid_ranks_a_lexical_only_match_into_the_results() -> None:
+    """A word only BM25 sees (in the context field) still lifts its memory to the top in hybrid mode."""
+    config = RetrievalConfig(lexical_fields=("metadata.context", "content"))
+    retriever = filled(HybridRetriever(memory_store(), config))
+    hits = retriever.search(NS, "pets", limit=4)
+    assert hits[0].key == "dog"
+    assert hits[0].lexical_score is not None
+    assert hits[0].lexical_score > 0
+    assert {h.key for h in hits} == set(DOCS)  # the dense pool brings every candidate
+
+
+def test_background_words_are_dropped_from_the_embedded_query() -> None:
+    embeddings = RecordingEmbeddings()
+    retriever = HybridRetriever(memory_store(embeddings), RetrievalConfig(background_min_docs=10))
+    for i in range(20):
+        retriever.put(NS, f"k{i}", {"content": f"Caroline: note number {i} about topic{i}"})
+    retriever.put(NS, "pottery", {"content": "Melanie: I signed up for a pottery class"})
+    hits = retriever.search(NS, "When did Caroline sign up for pottery?", limit=3)
+    assert hits[0].key == "pottery"
+    assert embeddings.queries[-1] == "When did sign up for pottery?"
+
+    keep = HybridRetriever(memory_store(embeddings), RetrievalConfig(background_df=None))
+    keep.put(NS, "a", {"content": "Caroline: hello"})
+    keep.search(NS, "When did Caroline sign up for pottery?")
+    assert embeddings.queries[-1] == "When did Caroline sign up for pottery?"
+
+
+def test_small_namespaces_keep_the_whole_query() -> None:
+    embeddings = RecordingEmbeddings()
+    retriever = filled(HybridRetriever(memory_store(embeddings)))
+    retriever.search(NS, "green tea please")
+    assert embeddings.queries[-1] == "green tea please"
+
+
+def test_writes_behind_the_retrievers_back_are_picked_up() -> None:
+    store = memory_store()
+    retriever = filled(HybridRetriever(store))
+    retriever.search(NS, "tea")  # builds the lexical index
+    store.put(NS, "cat", {"content": "Has a cat called Luna"})
+    assert retriever.search(NS, "Luna the cat", limit=1)[0].key == "cat"
+
+    lexical = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
+    assert lexical.search(NS, "Luna") == []
+    lexical.store.put(NS, "cat", {"content": "Has a cat called Luna"})
+    assert lexical.search(NS, "Luna") == []  # lexical mode cannot notice: invalidate
+    lexical.invalidate(NS)
+    assert [h.key for h in lexical.search(NS, "Luna")] == ["cat"]
+    lexical.invalidate()
+
+
+def test_put_and_delete_keep_the_index_current() -> None:
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
+    assert [h.key for h in retriever.search(NS, "marathon")] == ["run"]
+    retriever.delete(NS, "run")
+    assert retriever.search(NS, "marathon") == []
+    assert retriever.store.get(NS, "run") is None
+    retriever.put(NS, "tea", {"content": "Switched to coffee"})
+    assert retriever.search(NS, "green tea") == []
+    assert [h.key for h in retriever.search(NS, "coffee")] == ["tea"]
+
+
+def test_prefix_search_spans_namespaces_and_respects_filters() -> None:
+    retriever = HybridRetriever(memory_store())
+    retriever.put(("users", "u1"), "a", {"content": "likes jazz music", "kind": "fact"})
+    retriever.put(("users", "u2"), "b", {"content": "likes jazz concerts", "kind": "episode"})
+    retriever.put(("other",), "c", {"content": "jazz jazz jazz", "kind": "fact"})
+    hits = retriever.search(("users",), "jazz", limit=5)
+    assert {(h.namespace, h.key) for h in hits} == {(("users", "u1"), "a"), (("users", "u2"), "b")}
+    filtered = retriever.search(("users",), "jazz", limit=5, filter={"kind": "episode"})
+    assert [h.key for h in filtered] == ["b"]
+
+
+async def test_async_search_matches_sync() -> None:
+    retriever = HybridRetriever(memory_store())
+    for key, value in DOCS.items():
+        await retriever.aput(NS, key, value)
+    sync = retriever.search(NS, "puppy Biscuit", limit=3)
+    asynchronous = await retriever.asearch(NS, "puppy Biscuit", limit=3)
+    assert [(h.key, h.score) for h in sync] == [(h.key, h.score) for h in asynchronous]
+    await retriever.adelete(NS, "dog")
+    assert "dog" not in [h.key for h in await retriever.asearch(NS, "puppy Biscuit", limit=3)]
+
+
+def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
+    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]}
+    with QdrantStore(path=tmp_path / "q", index=index) as store:  # type: ignore[arg-type]
+        retriever = filled(HybridRetriever(store.with_search(mode="dense")))
+        hits = retriever.search(NS, "Biscuit the puppy", limit=2)
+        assert hits[0].key == "dog"
+        assert hits[0].dense_score is not None
+        assert hits[0].lexical_score is not None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"mode": "fuzzy"}, "mode"),
+        ({"dense_weight": 1.5}, "dense_weight"),
+        ({"lexical_fields": "content"}, "lexical_fields"),
+        ({"lexical_fields": ()}, "lexical_fields"),
+        ({"candidates": 0}, "candidates"),
+        ({"background_df": 0.0}, "background_df"),
+    ],
+)
+def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigurationError, match=needle):
+        RetrievalConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_calls_are_typed_errors() -> None:
+    retriever = HybridRetriever(memory_store())
+    with pytest.raises(ConfigurationError, match="query"):
+        retriever.search(NS, "   ")
+    with pytest.raises(ConfigurationError, match="limit"):
+        retriever.search(NS, "tea", limit=0)
+    with pytest.raises(ConfigurationError, match="namespace_prefix"):
+        retriever.search("users", "tea")  # type: ignore[arg-type]
