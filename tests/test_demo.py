@@ -44,7 +44,7 @@ def test_memory_bench_runs() -> None:
     from langmem_plugin.bench.memory import run_memory_bench
     from langmem_plugin.cli import build_parser
 
-    result = run_memory_bench(memories=20, queries=3, stores=("inmemory",))
+    result = run_memory_bench(memories=10, queries=2, stores=("inmemory",))
     (row,) = result.rows
     assert row.recall_p50_ms > 0
     assert row.injected_tokens > 0
