@@ -259,3 +259,18 @@ def test_memory_over_qdrant_store_needs_no_cosine_threshold() -> None:
         out = graph.invoke({"messages": [HumanMessage("green tea?")]}, ALICE_T2)
         assert out["messages"][-1].content == "Green tea, as you like."
     assert _memory().recall_config.min_relevance == 0.2  # InMemoryStore: cosine
+
+
+async def test_direct_recall_and_documents_sync_and_async() -> None:
+    memory = _memory()
+    await memory.aadd_documents(["Returns are accepted within 30 days."], agent="shop")
+    memory.add_documents(["Shipping takes 3 days."], agent="shop")
+    config: Any = {"configurable": {"user_id": "alice", "thread_id": "t1", "agent": "shop"}}
+    sync = memory.recall([HumanMessage("returns?")], config)
+    async_ = await memory.arecall([HumanMessage("returns?")], config)
+    assert sync.prompt == async_.prompt
+    assert sync.knowledge_mode == "whole"
+    assert "Returns are accepted" in sync.prompt
+    assert "Shipping takes 3 days." in sync.prompt
+    other = memory.recall([HumanMessage("returns?")], {"configurable": {"user_id": "a", "thread_id": "t"}})
+    assert "Returns" not in other.prompt  # another agent's knowledge
