@@ -293,3 +293,18 @@ async def test_hostile_memory_saved_by_a_tool_stays_inside_the_fence() -> None:
     assert not any(line.startswith("SYSTEM") for line in system.splitlines())
     assert memory.store.search(("memories", "session", "t2"))  # written in the background
     memory.close()
+
+
+def test_scores_are_similarities_reads_the_stores_public_search_mode(tmp_path: Path) -> None:
+    from langmem_plugin import CheckpointerStore, QdrantStore
+    from langmem_plugin.surfaces.memory import scores_are_similarities
+
+    index = {"dims": 64, "embed": FakeEmbeddings(dims=64)}
+    with QdrantStore(path=str(tmp_path / "q"), index=index) as store:  # type: ignore[arg-type]
+        assert store.search_mode == "hybrid"
+        assert not scores_are_similarities(store)
+        assert scores_are_similarities(store.with_search(mode="dense"))
+    assert scores_are_similarities(CheckpointerStore(InMemorySaver(), index=index))  # type: ignore[arg-type]
+    hybrid = CheckpointerStore(InMemorySaver(), index={**index, "mode": "hybrid"})  # type: ignore[typeddict-item]
+    assert hybrid.search_mode == "hybrid"
+    assert not scores_are_similarities(hybrid)

@@ -274,6 +274,11 @@ class CheckpointerStore(BaseStore):
         self._async_native: bool | None = None
         self._sweeper: TTLSweeper | None = None
 
+    @property
+    def search_mode(self) -> Mode:
+        """How ``search(query=...)`` ranks: ``"semantic"`` (cosine), ``"lexical"`` (BM25) or ``"hybrid"``."""
+        return self._mode
+
     @staticmethod
     def _index_settings(index: Any) -> tuple[Mode, int | None, list[str] | None]:
         if not index:

@@ -263,6 +263,11 @@ class QdrantStore(BaseStore):
     ) -> None:
         await self.aclose()
 
+    @property
+    def search_mode(self) -> SearchMode:
+        """How ``search(query=...)`` ranks: ``"hybrid"`` (fused ranks), ``"dense"`` or ``"lexical"``."""
+        return self._config.mode
+
     def with_search(self, **search: Any) -> QdrantStore:
         """A view of this store (same data, same engine) whose queries rank differently.
 
