@@ -7,7 +7,9 @@ langchain-openai's — works on a machine with no network.
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from langmem_plugin.core.embeddings import MiniLMEmbeddings, embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
@@ -50,6 +52,7 @@ from langmem_plugin.services import (
     delete_idle_threads,
     trim_window,
 )
+from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,
@@ -59,6 +62,25 @@ from langmem_plugin.surfaces import (
     add_memory_agent,
     create_memory_tools,
 )
+
+if TYPE_CHECKING:
+    from langmem_plugin.stores.qdrant import QdrantSearchConfig, QdrantStore
+
+# Imported on first use: qdrant-client alone takes about a second to import.
+_LAZY = {
+    "QdrantStore": "langmem_plugin.stores.qdrant",
+    "QdrantSearchConfig": "langmem_plugin.stores.qdrant",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'langmem_plugin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 try:
     __version__ = version("langmem-plugin")
@@ -91,6 +113,8 @@ __all__ = [
     "MiniLMEmbeddings",
     "MissingDependencyError",
     "OfflineResourceError",
+    "QdrantSearchConfig",
+    "QdrantStore",
     "RecallConfig",
     "RememberConfig",
     "Scope",
@@ -106,6 +130,7 @@ __all__ = [
     "__version__",
     "add_documents",
     "add_memory_agent",
+    "copy_items",
     "count_message_tokens",
     "count_tokens",
     "create_memory_tools",
@@ -113,7 +138,9 @@ __all__ = [
     "embedding_dims",
     "encoding_for_model",
     "ensure_offline_encodings",
+    "export_jsonl",
     "fill_namespace",
+    "import_jsonl",
     "install_offline_encodings",
     "resolve_embeddings",
     "resolve_scope",

@@ -48,6 +48,15 @@ def _bench(args: argparse.Namespace) -> int:
         result = run_core_bench(queries=args.queries, docs=args.docs)
         print(result.table())
         return 0
+    if args.bench == "memory":
+        from langmem_plugin.bench.memory import run_memory_bench
+
+        print(
+            f"langmem-plugin {__version__} — memory benchmark ({args.memories} memories, {args.queries} "
+            "queries, MiniLM, recall budgets 600/800/300/300 tokens)"
+        )
+        print(run_memory_bench(memories=args.memories, queries=args.queries, progress=print).table())
+        return 0
     if args.bench == "stores":
         from langmem_plugin.bench.stores import run_stores_bench
 
@@ -147,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     stores.add_argument(
         "--peers",
         default="qdrant-embedded,qdrant-memory,inmemory,langgraph-store-qdrant,sqlite",
-        help="comma-separated stores to measure (default: all)",
+        help="comma-separated stores to measure (default: all but qdrant-embedded-optimized)",
     )
     stores.add_argument(
         "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
@@ -157,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
     ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
+    mem = benches.add_parser("memory", help="save, recall, search and remember per turn, and tokens injected")
+    mem.add_argument("--memories", type=int, default=1000, help="user memories to store (default 1000)")
+    mem.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
     ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
     locomo = benches.add_parser("locomo", help="LoCoMo evidence recall@k, tokens injected, query latency")
     locomo.add_argument("--data", required=True, help="path to locomo10.json")

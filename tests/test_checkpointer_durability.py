@@ -25,9 +25,12 @@ from langgraph.store.base import PutOp
 from langmem_plugin import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings
 
-conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
 index = {"dims": 32, "embed": FakeEmbeddings(dims=32), "fields": ["t"]}
-store = CheckpointerStore(SqliteSaver(conn), index=index)
+if sys.argv[2] == "saver":  # the saver as LangGraph makes it (WAL, synchronous=FULL)
+    store = CheckpointerStore(SqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False)), index=index)
+else:  # from_sqlite: WAL, synchronous=NORMAL
+    opened = CheckpointerStore.from_sqlite(sys.argv[1], index=index)  # kept: it owns the connection
+    store = opened.__enter__()
 print("ready", flush=True)
 i = 0
 while True:
@@ -44,13 +47,14 @@ while True:
 
 
 @pytest.mark.slow
-def test_sigkill_while_writing_loses_no_acknowledged_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("opened", ["saver", "from_sqlite"])
+def test_sigkill_while_writing_loses_no_acknowledged_write(tmp_path: Path, opened: str) -> None:
     db = tmp_path / "kill.sqlite"
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(script), str(db), opened], stdout=subprocess.PIPE, text=True, env=env
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"

@@ -323,3 +323,29 @@ def test_one_sqlite_saver_serves_a_graph_and_its_memory(open_sqlite: Any) -> Non
     assert {i.value["text"] for i in store.search(("notes",))} == {"green tea", "black tea"}
     reopened = CheckpointerStore(open_sqlite())
     assert len(reopened.search(("notes",))) == 2
+
+
+def test_rollback_a_namespace_to_a_past_time(open_sqlite: Any) -> None:
+    clock = FakeClock()
+    store = CheckpointerStore(
+        open_sqlite(), index={"dims": 64, "embed": FakeEmbeddings(dims=64), "fields": ["text"]}, clock=clock
+    )
+    ns = ("users", "u1")
+    store.put(ns, "diet", {"text": "vegetarian"})
+    store.put(ns, "city", {"text": "Lisbon"})
+    store.put(ns, "pet", {"text": "a cat named Luna"})
+    clock.advance(minutes=1)
+    checkpoint = clock.now
+    clock.advance(minutes=1)
+    store.put(ns, "diet", {"text": "carnivore"})  # a bad extraction we want to undo
+    store.delete(ns, "pet")
+    store.put(ns, "spam", {"text": "buy cheap watches"})
+    store.put(("users", "u2"), "other", {"text": "untouched"})
+    clock.advance(minutes=1)
+    assert store.rollback(ns, checkpoint) == 3
+    now = {i.key: i.value["text"] for i in store.search(ns)}
+    assert now == {"diet": "vegetarian", "city": "Lisbon", "pet": "a cat named Luna"}
+    assert store.search(ns, query="cat Luna")[0].key == "pet"  # restored items are indexed again
+    assert store.get(("users", "u2"), "other") is not None
+    assert [v.reason for v in store.history(ns, "spam")] == ["put", "restore"]
+    assert store.rollback(ns, checkpoint) == 0

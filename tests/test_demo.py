@@ -38,3 +38,17 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert (tmp_path / "memory").is_dir()
     assert "tokens    :" in text
     assert "tool call : update_memory" in text
+
+
+def test_memory_bench_runs() -> None:
+    from langmem_plugin.bench.memory import run_memory_bench
+    from langmem_plugin.cli import build_parser
+
+    result = run_memory_bench(memories=10, queries=2, stores=("inmemory",))
+    (row,) = result.rows
+    assert row.recall_p50_ms > 0
+    assert row.injected_tokens > 0
+    assert row.all_tokens > 0
+    assert "recall p50" in result.table()
+    assert build_parser().parse_args(["bench", "memory", "--memories", "5"]).memories == 5
+    assert build_parser().parse_args(["demo", "--dir", "x"]).dir == "x"

@@ -21,6 +21,7 @@ from langmem_plugin.errors import (
     InvalidFilterError,
     InvalidNamespaceError,
     InvalidValueError,
+    StoreError,
     StoreLockedError,
 )
 from langmem_plugin.stores.qdrant import QdrantStore
@@ -443,3 +444,26 @@ def test_filter_indexes_are_created_and_filters_agree(tmp_path: Path, engine: st
 def test_bad_filter_index_specs_are_configuration_errors(spec: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError, match="filter index"):
         QdrantStore(location=":memory:", filter_indexes=spec)
+
+
+# ---------------------------------------------------------------------- remote engine
+
+
+def test_an_unreachable_server_is_a_store_error_at_first_use_not_at_construction() -> None:
+    store = QdrantStore(url="http://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(StoreError, match="could not set up the Qdrant collection"):
+        store.get(("a",), "k")
+    store.close()
+
+
+def test_a_given_client_is_used_and_left_open() -> None:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    with QdrantStore(client=client, collection="mine") as store:
+        store.put(("a",), "k", {"v": 1})
+    assert client.collection_exists("mine")
+    assert client.count("mine").count == 1  # the store did not close the client
+    with QdrantStore(client=client, collection="mine") as again:
+        assert again.get(("a",), "k") is not None
+    client.close()

@@ -63,6 +63,8 @@ def test_recall_injects_relevant_memories_with_a_record(
     assert record["tokens"]["memories"] == count_tokens(recall.prompt.split("\n", 2)[2].rsplit("\n", 1)[0])
     assert record["tokens"]["total"] == count_tokens(recall.prompt)
     json.dumps(record)  # JSON-able for graph state
+    assert store.get(USER_NS, tea.id).value["access_count"] == 0  # type: ignore[union-attr]
+    _recall(run, scope, "green tea", config=RecallConfig(min_relevance=0.0, track_access=True))
     assert store.get(USER_NS, tea.id).value["access_count"] == 1  # type: ignore[union-attr]
 
 

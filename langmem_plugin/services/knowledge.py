@@ -123,20 +123,21 @@ def load_documents(sources: Iterable[str | Path | Document]) -> list[Document]:
 
     A ``Path`` is always a file or folder. A ``str`` is a path when it is one
     line ending in ``.txt``/``.md`` (and then it must exist); any other ``str``
-    is the text of a document named ``text-<n>``.
+    is the text of a document named after its content (``text-<sha256 prefix>``), so
+    adding the same text twice keeps one copy and different texts never replace each other.
 
     Raises:
         ConfigurationError: a path that does not exist, or a file that is not ``.txt``/``.md``.
     """
     documents: list[Document] = []
-    for number, source in enumerate(sources):
+    for source in sources:
         if isinstance(source, Document):
             documents.append(source)
             continue
         if isinstance(source, str) and not (
             "\n" not in source and source.lower().endswith(DOCUMENT_SUFFIXES)
         ):
-            documents.append(Document(f"text-{number}", source))
+            documents.append(Document("text-" + hashlib.sha256(source.encode()).hexdigest()[:10], source))
             continue
         path = Path(source)
         if path.is_dir():

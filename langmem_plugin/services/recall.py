@@ -114,7 +114,10 @@ class RecallConfig:
         model: the chat model whose tokenizer counts the budgets (``None``: o200k_base).
         knowledge_whole_max_chunks: knowledge of at most this many chunks is injected whole
             when it fits its budget; more is recalled by search.
-        track_access: add one to ``access_count`` of each injected memory.
+        track_access: add one to ``access_count`` of each injected memory. Off by default:
+            recall runs before every model call, and updating a record re-puts it, which
+            re-embeds it (``langmem-plugin bench memory`` measures the cost); the memory tools
+            count their reads.
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
@@ -129,7 +132,7 @@ class RecallConfig:
     budgets: TokenBudgets = field(default_factory=TokenBudgets)
     model: str | None = None
     knowledge_whole_max_chunks: int = 64
-    track_access: bool = True
+    track_access: bool = False
 
     def __post_init__(self) -> None:
         comps = tuple(parse_compartment(c) for c in self.compartments)

@@ -34,7 +34,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services._io import Plan, aexecute, execute
 from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, MemoryLayout, parse_compartment
-from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored, write_plan
+from langmem_plugin.services.operations import INDEX_FIELDS, count_plan, list_plan, to_stored, write_plan
 
 __all__ = [
     "EPISODE_CATEGORY",
@@ -174,7 +174,8 @@ def remember_plan(
             tags=list(episode.tools),
             metadata={"thread_id": scope.thread_id} if scope.thread_id else {},
         )
-        if limits.max_items is not None:
+        full = limits.max_items is not None and (yield from count_plan(namespace, at_least=limits.max_items))
+        if full and limits.max_items is not None:
             items = yield from list_plan(namespace, max_items=limits.max_items + 1)
             keys = {i.key for i in items}
             if key not in keys and len(items) >= limits.max_items:

@@ -275,7 +275,14 @@ class VersionRef:
     at: datetime
 
 
-def entry_from_record(namespace: tuple[str, ...], key: str, cid: str, record: Mapping[str, Any]) -> Entry:
+def entry_from_record(
+    namespace: tuple[str, ...],
+    key: str,
+    cid: str,
+    record: Mapping[str, Any],
+    value: dict[str, Any] | None = None,
+) -> Entry:
+    """The live entry a put record describes (``value``: the record's value already decoded)."""
     created = parse_time(record["created_at"])
     updated = parse_time(record["updated_at"])
     assert created is not None
@@ -283,7 +290,7 @@ def entry_from_record(namespace: tuple[str, ...], key: str, cid: str, record: Ma
     return Entry(
         namespace=namespace,
         key=key,
-        value=json.loads(record["value"]),
+        value=json.loads(record["value"]) if value is None else value,
         created_at=created,
         updated_at=updated,
         expires_at=parse_time(record.get("expires_at")),
@@ -585,8 +592,12 @@ class StoreState:
         cid: str,
         record: Mapping[str, Any],
         vectors: np.ndarray | None,
+        value: dict[str, Any] | None = None,
     ) -> None:
-        """Apply one record written at checkpoint ``cid`` (an older one than the head only joins history)."""
+        """Apply one record written at checkpoint ``cid`` (an older one than the head only joins history).
+
+        ``value``: the put's value as a dict, when the caller has it (saves decoding the JSON).
+        """
         if record["op"] == "refresh":
             entry = self.items.get(namespace, {}).get(key)
             if entry is not None and entry.checkpoint_id == record["of"]:
@@ -609,16 +620,19 @@ class StoreState:
                 if not entries:
                     del self.items[namespace]
             return
-        entry = entry_from_record(namespace, key, cid, record)
+        entry = entry_from_record(namespace, key, cid, record, value)
         self.items.setdefault(namespace, {})[key] = entry
         self._index(entry, vectors, previous)
 
-    def apply_many(self, writes: Iterable[tuple[tuple[str, ...], str, str, Mapping[str, Any], Any]]) -> None:
+    def apply_many(
+        self,
+        writes: Iterable[tuple[tuple[str, ...], str, str, Mapping[str, Any], Any, dict[str, Any] | None]],
+    ) -> None:
         """Apply several records; their vectors go into the matrix in one copy."""
         self._vector_batch = {}
         try:
-            for namespace, key, cid, record, vectors in writes:
-                self.apply(namespace, key, cid, record, vectors)
+            for namespace, key, cid, record, vectors, value in writes:
+                self.apply(namespace, key, cid, record, vectors, value)
             if self.vectors is not None and self._vector_batch:
                 live = {s: v for s, v in self._vector_batch.items() if s in self._by_slot}
                 self.vectors.set_many(list(live), list(live.values()))

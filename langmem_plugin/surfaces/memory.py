@@ -72,7 +72,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     ``False`` for stores that rank by fused ranks or BM25: QdrantStore in its default
     ``"hybrid"`` (or ``"lexical"``) mode, a CheckpointerStore with ``index={"mode": "hybrid"}``.
     """
-    mode = getattr(getattr(store, "_config", None), "mode", None)  # QdrantStore's search mode
+    mode = getattr(store, "search_mode", None)  # QdrantStore and CheckpointerStore say how they rank
     index = getattr(store, "index_config", None)
     if mode is None and isinstance(index, Mapping):
         mode = index.get("mode")

@@ -141,6 +141,7 @@ class _DualNode(RunnableLambda[Any, dict[str, Any]]):
         super().__init__(self._sync, afunc=self._async, name=name)
 
     def prepare(self, state: Any, scope: Scope) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
+        """The plan this node runs for ``state``, and how its result becomes the state update."""
         raise NotImplementedError
 
     def _sync(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -179,6 +180,7 @@ class RecallNode(_DualNode):
         super().__init__(name, store)
 
     def prepare(self, state: Any, scope: Scope) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
+        """The recall plan for ``state`` and the update it makes (also used by the middleware)."""
         plan = recall_plan(
             scope,
             self.layout,
@@ -226,6 +228,7 @@ class RememberNode(_DualNode):
         super().__init__(name, store)
 
     def update(self, state: Any, stored: dict[str, Any] | None) -> dict[str, Any]:
+        """The state update: run memory cleared, what was stored added to ``memory_context``."""
         update: dict[str, Any] = {self.keys.run_memory: []}
         context = dict(_get(state, self.keys.memory_context) or {})
         context["stored"] = stored
@@ -233,6 +236,10 @@ class RememberNode(_DualNode):
         return update
 
     def job(self, state: Any, scope: Scope) -> tuple[Callable[[], Plan[Any]], dict[str, Any]] | None:
+        """The write to submit for ``state`` (a plan factory, for retries) and its description.
+
+        ``None`` when the state holds no answered user message.
+        """
         episode = episode_from_messages(_get(state, self.keys.messages) or [])
         if episode is None:
             return None

@@ -16,6 +16,7 @@ for experiments, not for load.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -47,7 +48,10 @@ from langmem_plugin.stores.qdrant._plan import (
     Upsert,
 )
 
-__all__ = ["ClientEngine", "is_local"]
+__all__ = ["MIN_SERVER", "ClientEngine", "is_local"]
+
+#: The oldest Qdrant server QdrantStore works with.
+MIN_SERVER = (1, 16)
 
 
 def is_local(client: QdrantClient) -> bool:
@@ -156,6 +160,8 @@ class ClientEngine:
         if self._open:
             return
         try:
+            if not self.local:
+                self._check_version()
             exists = self.client.collection_exists(self.collection)
             if exists:
                 self._check(self.client.get_collection(self.collection))
@@ -173,6 +179,15 @@ class ClientEngine:
         except Exception as exc:
             raise StoreError(f"could not set up the Qdrant collection {self.collection!r}: {exc}") from exc
         self._open = True
+
+    def _check_version(self) -> None:
+        version = self.client.info().version
+        numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+        if numbers < MIN_SERVER:
+            raise ConfigurationError(
+                f"the Qdrant server runs {version}; QdrantStore needs {'.'.join(map(str, MIN_SERVER))} or "
+                "newer (named vectors with MaxSim multivectors, RRF with k). Fix: upgrade the server."
+            )
 
     def _create(self) -> None:
         vectors: dict[str, models.VectorParams] = {}

@@ -97,6 +97,10 @@ class QdrantStore(BaseStore):
     without a query lists newest ``updated_at`` first (ties by namespace, key); values
     must be JSON objects of at most 1 MiB; expired items are never returned.
 
+    Hybrid search pages are stable within the first ``search["candidates"]`` (100)
+    results of each half. :meth:`export_items` / :meth:`import_items` move items with
+    their timestamps and TTL, exactly (JSONL files: ``stores._transfer.export_jsonl``).
+
     The constructor does no I/O: the store opens on :meth:`setup` or on first use.
 
     >>> from langmem_plugin.testing import FakeEmbeddings
@@ -186,9 +190,9 @@ class QdrantStore(BaseStore):
             self._engine = EdgeEngine(Path(path), dims=dims, durable=durable, filter_indexes=indexes)
         else:
             owns = client is None
-            if url:
-                client = QdrantClient(url=url, api_key=api_key)
-                aclient = AsyncQdrantClient(url=url, api_key=api_key)
+            if url:  # no version check in the constructor (a thread doing I/O): setup() checks it
+                client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
+                aclient = AsyncQdrantClient(url=url, api_key=api_key, check_compatibility=False)
             elif location:
                 client = QdrantClient(location=location)
             assert client is not None  # exactly one of the four was given
@@ -258,6 +262,11 @@ class QdrantStore(BaseStore):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    @property
+    def search_mode(self) -> SearchMode:
+        """How ``search(query=...)`` ranks: ``"hybrid"`` (fused ranks), ``"dense"`` or ``"lexical"``."""
+        return self._config.mode
 
     def with_search(self, **search: Any) -> QdrantStore:
         """A view of this store (same data, same engine) whose queries rank differently.
