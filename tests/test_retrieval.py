@@ -219,3 +219,26 @@ def test_bad_calls_are_typed_errors() -> None:
         retriever.search(NS, "tea", limit=0)
     with pytest.raises(ConfigurationError, match="namespace_prefix"):
         retriever.search("users", "tea")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
+async def test_deletes_and_updates_behind_the_retrievers_back_are_never_returned_stale(mode: str) -> None:
+    # candidates=1: in hybrid mode the dense search returns one item, so most hits are lexical-only
+    store = memory_store()
+    retriever = filled(HybridRetriever(store, RetrievalConfig(mode=mode, candidates=1)))
+    for key in range(30):
+        store.put(NS, f"filler{key}", {"content": f"Filler note number {key} about nothing"})
+    retriever.invalidate(NS)
+    retriever.search(NS, "Boston marathon", limit=5)  # builds the lexical index
+
+    store.delete(NS, "run")
+    store.put(NS, "dog", {"content": "Adopted a kitten named Pixel"})
+    for search in (retriever.search, retriever.asearch):
+        found = search(NS, "Boston marathon puppy Biscuit", limit=5)
+        hits = await found if not isinstance(found, list) else found
+        assert "run" not in [h.key for h in hits]
+        assert all("Biscuit" not in str(h.value) for h in hits)
+    hits = {h.key: h for h in retriever.search(NS, "kitten Pixel", limit=40)}
+    assert "run" not in hits
+    assert hits["dog"].value["content"] == "Adopted a kitten named Pixel"
+    assert (hits["dog"].lexical_score or 0.0) > 0  # scored on the text it has now

@@ -40,13 +40,14 @@ from typing import Any
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import SearchOp
 
-from langmem_plugin.core.record import utc_now
+from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services._io import Plan
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
+from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 
 __all__ = [
     "FENCE_CLOSE",
@@ -118,6 +119,10 @@ class RecallConfig:
             recall runs before every model call, and updating a record re-puts it, which
             re-embeds it (``langmem-plugin bench memory`` measures the cost); the memory tools
             count their reads.
+        retrieval: search candidates with a :class:`~langmem_plugin.services.retrieval.HybridRetriever`
+            (dense + BM25, fused) made with this config, instead of the store's own search
+            (``None``). Its scores are fused z-scores, so ``min_relevance`` applies only in its
+            ``"dense"`` mode; ``max_items`` and the budgets bound what is injected.
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
@@ -133,6 +138,7 @@ class RecallConfig:
     model: str | None = None
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
+    retrieval: RetrievalConfig | None = None
 
     def __post_init__(self) -> None:
         comps = tuple(parse_compartment(c) for c in self.compartments)
@@ -146,6 +152,17 @@ class RecallConfig:
             raise ConfigurationError("max_items and candidates must be at least 1")
         if self.recency_half_life_days <= 0:
             raise ConfigurationError("recency_half_life_days must be > 0")
+        if self.retrieval is not None and not isinstance(self.retrieval, RetrievalConfig):
+            raise ConfigurationError(
+                f"RecallConfig.retrieval must be a RetrievalConfig or None, got {self.retrieval!r}"
+            )
+
+    @property
+    def threshold(self) -> float | None:
+        """``min_relevance`` where the candidates' scores are similarities, else ``None``."""
+        if self.retrieval is not None and self.retrieval.mode != "dense":
+            return None
+        return self.min_relevance
 
 
 @dataclass(frozen=True)
@@ -243,18 +260,37 @@ def query_from_state(messages: Sequence[AnyMessage | BaseMessage], plan: Any = N
 
 
 def search_candidates(
-    searches: Sequence[tuple[Compartment, tuple[str, ...]]], query: str, *, limit: int
+    searches: Sequence[tuple[Compartment, tuple[str, ...]]],
+    query: str,
+    *,
+    limit: int,
+    retriever: HybridRetriever | None = None,
 ) -> Plan[list[StoredMemory]]:
-    """The candidate search of recall: one store search per namespace, in one batch.
+    """The candidate search of recall: one search per namespace.
 
-    This is the one place recall asks a store for candidates; a hybrid
-    retriever can replace it without touching ranking or budgets. Scores are the
-    store's own (higher is better), or ``None`` when the store has no index.
+    This is the one place recall asks a store for candidates. Without a
+    ``retriever``, one store search per namespace, in one batch; scores are the
+    store's own (higher is better), or ``None`` when the store has no index. With
+    one, :meth:`HybridRetriever.search_plan` per namespace; scores are its fused
+    scores, and every item is as the store holds it now (the retriever re-reads
+    what only its lexical index found).
     """
-    pages = yield [SearchOp(ns, query=query, limit=limit) for _, ns in searches]
     found: list[StoredMemory] = []
-    for (comp, ns), page in zip(searches, pages, strict=True):
-        found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
+    if retriever is None:
+        pages = yield [SearchOp(ns, query=query, limit=limit) for _, ns in searches]
+        for (comp, ns), page in zip(searches, pages, strict=True):
+            found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
+        return found
+    for comp, ns in searches:
+        hits = yield from retriever.search_plan(ns, query, limit=limit)
+        for hit in hits:
+            if hit.namespace != ns:
+                continue
+            try:
+                record = MemoryRecord.from_value(hit.value)
+            except InvalidRecordError:
+                continue
+            found.append(StoredMemory(hit.key, comp, ns, record, hit.score))
     return found
 
 
@@ -279,7 +315,7 @@ def _rank(
         if identity in seen_ids or text in seen_text:
             continue
         relevance = memory.score
-        threshold = config.min_relevance
+        threshold = config.threshold
         if scored and threshold is not None and (relevance is None or relevance < threshold):
             continue
         seen_ids.add(identity)
@@ -350,6 +386,7 @@ def recall_plan(
     run_memory: Sequence[Any] | None = None,
     query: str | None = None,
     now: datetime | None = None,
+    retriever: HybridRetriever | None = None,
 ) -> Plan[Recall]:
     """Search, rank and fit what the model should see before it answers.
 
@@ -362,11 +399,22 @@ def recall_plan(
         run_memory: notes of the current run (always injected, newest kept first when over budget).
         query: use this query instead of the one taken from ``messages``.
         now: the time recency is measured from (tests).
+        retriever: the retriever that searches candidates when ``config.retrieval`` is set,
+            made for the store the plan runs against (``HybridRetriever(store, config.retrieval)``;
+            keep one per store so its lexical index is reused).
 
     Raises:
         ScopeError: the scope lacks an id a searched compartment needs.
+        ConfigurationError: ``config.retrieval`` is set and no ``retriever`` was given.
     """
     config = config or RecallConfig()
+    if config.retrieval is None:
+        retriever = None
+    elif retriever is None:
+        raise ConfigurationError(
+            "RecallConfig.retrieval is set but recall_plan got no retriever: pass "
+            "retriever=HybridRetriever(store, config.retrieval), or recall through Memory / RecallNode"
+        )
     now = now or utc_now()
     budgets = config.budgets
     query = query if query is not None else query_from_state(messages, plan)
@@ -400,7 +448,9 @@ def recall_plan(
         searches.append((Compartment.KNOWLEDGE, knowledge_ns))
     candidates: list[StoredMemory] = []
     if query and searches:
-        candidates = yield from search_candidates(searches, query, limit=config.candidates)
+        candidates = yield from search_candidates(
+            searches, query, limit=config.candidates, retriever=retriever
+        )
     ranked = _rank(candidates, config, now)
 
     memories = _Fitter("[memories about this user and conversation]", budgets.memories, config.model)

@@ -142,6 +142,7 @@ class _Lexical:
 
 
 _SCAN_PAGE = 1000
+_VERIFY_ROUNDS = 3  # re-reads of lexical-only hits per search before giving up on them
 
 
 def _scan(prefix: Namespace, filter: dict[str, Any] | None) -> Plan[list[Item]]:
@@ -262,6 +263,22 @@ class HybridRetriever:
         """Async :meth:`delete`."""
         await aexecute(self.store, self._delete(_prefix(namespace), key))
 
+    def search_plan(
+        self,
+        namespace_prefix: Sequence[str],
+        query: str,
+        *,
+        limit: int = 10,
+        filter: dict[str, Any] | None = None,
+    ) -> Plan[list[RetrievedItem]]:
+        """:meth:`search` as a plan, to run inside another plan (see :mod:`langmem_plugin.services._io`).
+
+        Run it against the store this retriever was made for: the lexical index caches that
+        store's items.
+        """
+        result: list[RetrievedItem] = yield from self._search(_prefix(namespace_prefix), query, limit, filter)
+        return result
+
     def invalidate(self, namespace_prefix: Sequence[str] | None = None) -> None:
         """Forget the lexical index of ``namespace_prefix`` (all of them when ``None``).
 
@@ -332,49 +349,93 @@ class HybridRetriever:
                 lexical = self._build(prefix, (yield from _scan(prefix, None)))  # written behind our back
 
         dense: dict[_DocKey, float] = {}
-        found: dict[_DocKey, Item] = {}
+        verified: dict[_DocKey, Item] = {}  # items as the store holds them now
         for item in dense_items:
             doc = (tuple(item.namespace), item.key)
-            found[doc] = item
+            verified[doc] = item
             dense[doc] = float(item.score) if item.score is not None else 0.0
+            if lexical is not None:
+                self._refresh(lexical, doc, item)  # updated behind our back: index the text it has now
 
-        lexical_scores: dict[_DocKey, float] = {}
-        if mode != "dense" and lexical is not None:
-            allowed: set[_DocKey] | None = None
-            if filter:
-                matching = yield from _scan(prefix, filter)
-                allowed = {(tuple(i.namespace), i.key) for i in matching}
-            scored = lexical.index.scores(query, keys=allowed)
-            ranked = heapq.nlargest(candidates, scored.items(), key=lambda kv: kv[1])
-            lexical_scores = {cast(_DocKey, doc): score for doc, score in ranked}
-            for doc in lexical_scores:
-                found.setdefault(doc, lexical.items[doc])
+        allowed: set[_DocKey] | None = None
+        if mode != "dense" and lexical is not None and filter:
+            matching = yield from _scan(prefix, filter)
+            allowed = {(tuple(i.namespace), i.key) for i in matching}
 
-        if mode == "dense":
-            fused = dense
-        elif mode == "lexical":
-            fused = lexical_scores
-        else:
-            union = list(found)
-            zd = _standardise(dense, union)
-            zl = _standardise(lexical_scores, union)
-            w = self.config.dense_weight
-            fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
-            if self.config.neighbours_field and self.config.neighbour_weight:
-                fused = self._with_neighbours(fused, found)
-
-        order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
+        for _ in range(_VERIFY_ROUNDS):
+            lexical_scores = self._lexical_scores(lexical, query, candidates, allowed)
+            found: dict[_DocKey, Item] = dict(verified)
+            if lexical is not None:
+                for doc in lexical_scores:
+                    found.setdefault(doc, lexical.items[doc])
+            fused = self._fuse(dense, lexical_scores, found)
+            order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
+            unverified = [doc for doc in order if doc not in verified]
+            if not unverified or lexical is None:
+                break
+            # Lexical-only hits come from our index: re-read them, so a memory deleted or
+            # changed behind our back is never returned as it was.
+            fresh = yield [GetOp(doc[0], doc[1]) for doc in unverified]
+            changed = False
+            for doc, item in zip(unverified, fresh, strict=True):
+                if item is not None:
+                    verified[doc] = item
+                changed = self._refresh(lexical, doc, item) or changed
+            if not changed:
+                break
+        order = [doc for doc in order if doc in verified]
         return [
             RetrievedItem(
                 namespace=doc[0],
                 key=doc[1],
-                value=found[doc].value,
+                value=verified[doc].value,
                 score=fused[doc],
                 dense_score=dense.get(doc),
                 lexical_score=lexical_scores.get(doc),
             )
             for doc in order
         ]
+
+    def _lexical_scores(
+        self, lexical: _Lexical | None, query: str, candidates: int, allowed: set[_DocKey] | None
+    ) -> dict[_DocKey, float]:
+        if self.config.mode == "dense" or lexical is None:
+            return {}
+        scored = lexical.index.scores(query, keys=allowed)
+        ranked = heapq.nlargest(candidates, scored.items(), key=lambda kv: kv[1])
+        return {cast(_DocKey, doc): score for doc, score in ranked}
+
+    def _fuse(
+        self, dense: dict[_DocKey, float], lexical_scores: dict[_DocKey, float], found: Mapping[_DocKey, Item]
+    ) -> dict[_DocKey, float]:
+        if self.config.mode == "dense":
+            return dense
+        if self.config.mode == "lexical":
+            return lexical_scores
+        union = list(found)
+        zd = _standardise(dense, union)
+        zl = _standardise(lexical_scores, union)
+        w = self.config.dense_weight
+        fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
+        if self.config.neighbours_field and self.config.neighbour_weight:
+            fused = self._with_neighbours(fused, found)
+        return fused
+
+    def _refresh(self, lexical: _Lexical, doc: _DocKey, item: Item | None) -> bool:
+        """Bring ``doc`` in ``lexical`` in line with ``item`` as the store holds it; whether it changed."""
+        with self._lock:
+            cached = lexical.items.get(doc)
+            if item is None:
+                if cached is None:
+                    return False
+                lexical.items.pop(doc, None)
+                lexical.index.remove(doc)
+                return True
+            if cached is not None and cached.value == item.value:
+                return False
+            lexical.items[doc] = item
+            lexical.index.add(doc, self._lexical_text(item.value))
+            return True
 
     def _with_neighbours(
         self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item]
@@ -396,12 +457,9 @@ class HybridRetriever:
         if covering:
             (stored,) = yield [GetOp(namespace, key)]  # the stored item, with its timestamps
             for lexical in covering:
-                if stored is not None:
-                    lexical.items[(namespace, key)] = stored
-                    lexical.index.add((namespace, key), self._lexical_text(value))
+                self._refresh(lexical, (namespace, key), stored)
 
     def _delete(self, namespace: Namespace, key: str) -> Plan[Any]:
         yield [PutOp(namespace, key, None)]
         for lexical in self._covering(namespace):
-            lexical.items.pop((namespace, key), None)
-            lexical.index.remove((namespace, key))
+            self._refresh(lexical, (namespace, key), None)

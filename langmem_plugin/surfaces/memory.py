@@ -36,6 +36,7 @@ from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.recall import Recall, RecallConfig, recall_plan
 from langmem_plugin.services.remember import EpisodeWriter, RememberConfig
+from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.surfaces.nodes import (
     ModelNode,
     RecallNode,
@@ -89,6 +90,9 @@ class Memory:
         recall: search, rank and token budgets of recall. When not given, the default, with
             no relevance threshold for a store whose scores are fused ranks or BM25 (see
             :func:`scores_are_similarities`; set the store's own threshold there).
+            ``RecallConfig(retrieval=RetrievalConfig())`` searches with one
+            :class:`~langmem_plugin.services.retrieval.HybridRetriever` over :attr:`store`,
+            kept for the life of this ``Memory`` (:attr:`retriever`).
         remember: where episodes go, inline or background, retries.
         model: the chat model name whose tokenizer counts budgets and the window
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
@@ -103,6 +107,7 @@ class Memory:
         store: the store every surface uses.
         writer: the episode writer shared by the remember node, middleware and callback
             (``writer.failed`` holds writes that failed every retry).
+        retriever: the hybrid retriever recall searches with, or ``None`` (no ``recall.retrieval``).
     """
 
     def __init__(
@@ -130,6 +135,11 @@ class Memory:
         if recall_config.model is None and model is not None:
             recall_config = dataclasses.replace(recall_config, model=model)
         self.recall_config = recall_config
+        self.retriever: HybridRetriever | None = (
+            HybridRetriever(self.store, recall_config.retrieval)
+            if recall_config.retrieval is not None
+            else None
+        )
         self.remember_config = remember or RememberConfig()
         self.model = model
         self.keys = keys or StateKeys()
@@ -152,7 +162,13 @@ class Memory:
     @cached_property
     def recall_node(self) -> RecallNode:
         """The node to put before the model."""
-        return RecallNode(store=self.store, layout=self.layout, config=self.recall_config, keys=self.keys)
+        return RecallNode(
+            store=self.store,
+            layout=self.layout,
+            config=self.recall_config,
+            keys=self.keys,
+            retriever=self.retriever,
+        )
 
     @cached_property
     def remember_node(self) -> RememberNode:
@@ -251,7 +267,13 @@ class Memory:
         return execute(
             self.store,
             recall_plan(
-                scope, self.layout, messages, config=self.recall_config, plan=plan, run_memory=run_memory
+                scope,
+                self.layout,
+                messages,
+                config=self.recall_config,
+                plan=plan,
+                run_memory=run_memory,
+                retriever=self.retriever,
             ),
         )
 
@@ -268,7 +290,13 @@ class Memory:
         return await aexecute(
             self.store,
             recall_plan(
-                scope, self.layout, messages, config=self.recall_config, plan=plan, run_memory=run_memory
+                scope,
+                self.layout,
+                messages,
+                config=self.recall_config,
+                plan=plan,
+                run_memory=run_memory,
+                retriever=self.retriever,
             ),
         )
 

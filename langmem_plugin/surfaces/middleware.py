@@ -103,7 +103,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         if not _starts_turn(state):
             return None
         scope, store = self._scope(runtime)
-        plan, finish = self.memory.recall_node.prepare(state, scope)
+        plan, finish = self.memory.recall_node.prepare(state, scope, store)
         return finish(execute(store, plan) if plan is not None else None)
 
     async def abefore_model(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -111,7 +111,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         if not _starts_turn(state):
             return None
         scope, store = self._scope(runtime)
-        plan, finish = self.memory.recall_node.prepare(state, scope)
+        plan, finish = self.memory.recall_node.prepare(state, scope, store)
         return finish(await aexecute(store, plan) if plan is not None else None)
 
     def _with_memory(self, request: ModelRequest[Any]) -> ModelRequest[Any]:

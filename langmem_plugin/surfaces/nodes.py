@@ -18,6 +18,7 @@ configurable with :class:`StateKeys`; :class:`MemoryState` is a state to extend.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from langmem_plugin.services.remember import (
     episode_from_messages,
     remember_plan,
 )
+from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.window import trim_window
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -140,18 +142,20 @@ class _DualNode(RunnableLambda[Any, dict[str, Any]]):
         self.store = store
         super().__init__(self._sync, afunc=self._async, name=name)
 
-    def prepare(self, state: Any, scope: Scope) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
-        """The plan this node runs for ``state``, and how its result becomes the state update."""
+    def prepare(
+        self, state: Any, scope: Scope, store: BaseStore | None = None
+    ) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
+        """The plan this node runs for ``state`` against ``store``, and how its result becomes the update."""
         raise NotImplementedError
 
     def _sync(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         scope, store = resolve_scope_and_store(config, self.store, what=f"the {self.name} node")
-        plan, finish = self.prepare(state, scope)
+        plan, finish = self.prepare(state, scope, store)
         return finish(execute(store, plan) if plan is not None else None)
 
     async def _async(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         scope, store = resolve_scope_and_store(config, self.store, what=f"the {self.name} node")
-        plan, finish = self.prepare(state, scope)
+        plan, finish = self.prepare(state, scope, store)
         return finish(await aexecute(store, plan) if plan is not None else None)
 
 
@@ -163,6 +167,9 @@ class RecallNode(_DualNode):
         layout: namespace templates of the compartments.
         config: search, rank and token budgets.
         keys: state key names.
+        retriever: with ``config.retrieval``, the retriever to search ``store`` with (shared by
+            one ``Memory``); otherwise the node makes one per store and keeps it, so the
+            lexical index is built once.
     """
 
     def __init__(
@@ -173,14 +180,36 @@ class RecallNode(_DualNode):
         config: RecallConfig | None = None,
         keys: StateKeys = DEFAULT_KEYS,
         name: str = "recall",
+        retriever: HybridRetriever | None = None,
     ) -> None:
         self.layout = layout or MemoryLayout()
         self.config = config or RecallConfig()
         self.keys = keys
+        self._retrievers: dict[int, HybridRetriever] = {}
+        if retriever is not None:
+            self._retrievers[id(retriever.store)] = retriever
+        self._lock = threading.Lock()
         super().__init__(name, store)
 
-    def prepare(self, state: Any, scope: Scope) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
-        """The recall plan for ``state`` and the update it makes (also used by the middleware)."""
+    def retriever_for(self, store: BaseStore | None) -> HybridRetriever | None:
+        """The retriever recall searches ``store`` with (``None`` without ``config.retrieval``)."""
+        if self.config.retrieval is None:
+            return None
+        store = store if store is not None else self.store
+        if store is None:
+            raise ConfigurationError(
+                "the recall node has no store: compile the graph with a store or pass RecallNode(store=...)"
+            )
+        with self._lock:
+            found = self._retrievers.get(id(store))
+            if found is None or found.store is not store:  # the retriever holds its store: ids stay unique
+                found = self._retrievers[id(store)] = HybridRetriever(store, self.config.retrieval)
+            return found
+
+    def prepare(
+        self, state: Any, scope: Scope, store: BaseStore | None = None
+    ) -> tuple[Plan[Any] | None, Callable[[Any], dict[str, Any]]]:
+        """The recall plan for ``state`` against ``store``, and its state update (used by the middleware)."""
         plan = recall_plan(
             scope,
             self.layout,
@@ -188,6 +217,7 @@ class RecallNode(_DualNode):
             config=self.config,
             plan=_get(state, self.keys.plan),
             run_memory=_get(state, self.keys.run_memory),
+            retriever=self.retriever_for(store),
         )
 
         def finish(recall: Recall) -> dict[str, Any]:
