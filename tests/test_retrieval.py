@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -242,3 +243,19 @@ async def test_deletes_and_updates_behind_the_retrievers_back_are_never_returned
     assert "run" not in hits
     assert hits["dog"].value["content"] == "Adopted a kitten named Pixel"
     assert (hits["dog"].lexical_score or 0.0) > 0  # scored on the text it has now
+
+
+async def test_writes_made_by_plans_reach_the_index_without_invalidate() -> None:
+    from langgraph.store.base import PutOp
+
+    from langmem_plugin.services._io import aexecute, execute
+
+    def write(key: str, value: dict[str, str] | None) -> Any:
+        yield [PutOp(NS, key, value)]
+
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
+    assert retriever.search(NS, "Luna") == []  # the index is built
+    execute(retriever.store, write("cat", {"content": "Has a cat called Luna"}))
+    assert [h.key for h in retriever.search(NS, "Luna")] == ["cat"]
+    await aexecute(retriever.store, write("cat", None))
+    assert retriever.search(NS, "Luna") == []

@@ -45,13 +45,14 @@ import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services._io import Plan, aexecute, execute, watch_writes
 
 __all__ = ["HybridRetriever", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
 
@@ -213,6 +214,7 @@ class HybridRetriever:
         self._encoder = encoder or BM25Encoder()
         self._lexical: dict[Namespace, _Lexical] = {}
         self._lock = threading.RLock()
+        watch_writes(store, self._on_writes)
 
     def __repr__(self) -> str:
         return f"HybridRetriever(store={type(self.store).__name__}, config={self.config!r})"
@@ -420,6 +422,18 @@ class HybridRetriever:
         if self.config.neighbours_field and self.config.neighbour_weight:
             fused = self._with_neighbours(fused, found)
         return fused
+
+    def _on_writes(self, puts: Sequence[PutOp]) -> None:
+        """Keep the lexical indexes current with writes that plans made on the store."""
+        now = datetime.now(UTC)
+        for op in puts:
+            namespace = tuple(op.namespace)
+            item = None
+            if op.value is not None:
+                value = dict(op.value)
+                item = Item(value=value, key=op.key, namespace=namespace, created_at=now, updated_at=now)
+            for lexical in self._covering(namespace):
+                self._refresh(lexical, (namespace, op.key), item)
 
     def _refresh(self, lexical: _Lexical, doc: _DocKey, item: Item | None) -> bool:
         """Bring ``doc`` in ``lexical`` in line with ``item`` as the store holds it; whether it changed."""
