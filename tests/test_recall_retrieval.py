@@ -154,3 +154,20 @@ def test_one_retriever_per_store_is_kept_across_runs() -> None:
     assert isinstance(made, HybridRetriever)
     assert made.store is other
     assert node.retriever_for(other) is made
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_episodes_remembered_in_a_thread_are_recalled_by_bm25_alone(mode: str) -> None:
+    # lexical mode cannot notice new items by itself: the remember node's write must reach the index
+    memory = _memory("lexical")
+    model = ScriptedChatModel(
+        ["Neptune it is.", lambda m: "Neptune!" if "Neptune" in _system_text(m) else "?"]
+    )
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, model)
+    graph = builder.compile(checkpointer=InMemorySaver(), store=memory.store)
+    first = await _turn(graph, "My favourite planet is Neptune.", "t9", mode)
+    assert first["memory_context"]["items"] == []  # the session index was built, empty
+    second = await _turn(graph, "Which planet do I like? Neptune?", "t9", mode)
+    assert any("Neptune" in i["content"] for i in second["memory_context"]["items"])
+    assert second["messages"][-1].content == "Neptune!"

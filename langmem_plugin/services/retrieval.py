@@ -8,9 +8,14 @@
 - **lexical** candidates come from a BM25 index (:class:`~langmem_plugin.core.lexical.BM25Index`,
   Qdrant's BM25) that the retriever keeps in process for each namespace prefix
   it has searched. It is built on first use by paging through the store, kept
-  current by :meth:`HybridRetriever.put` / :meth:`HybridRetriever.delete`, and
-  rebuilt when the store returns an item it has not seen
-  (:meth:`HybridRetriever.invalidate` forces it after writes made elsewhere).
+  current by :meth:`HybridRetriever.put` / :meth:`HybridRetriever.delete` and by
+  every write a plan runs on the store (:func:`~langmem_plugin.services._io.watch_writes`:
+  the memory tools, remember, the services), and rebuilt when the dense search
+  returns an item it has not seen (:meth:`HybridRetriever.invalidate` forces it
+  after ``store.put`` calls made elsewhere). It is never trusted for content: a
+  hit only the lexical index found is re-read from the store (one batch of
+  ``GetOp``), dropped when it is gone and re-indexed when it changed, so an item
+  deleted or updated behind the retriever's back is never returned as it was.
   The text it indexes is :attr:`RetrievalConfig.lexical_fields`, dot paths
   into the stored value, so a memory's context (the turn before it, its date)
   can be searchable without being embedded;
