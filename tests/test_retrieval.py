@@ -259,3 +259,35 @@ async def test_writes_made_by_plans_reach_the_index_without_invalidate() -> None
     assert [h.key for h in retriever.search(NS, "Luna")] == ["cat"]
     await aexecute(retriever.store, write("cat", None))
     assert retriever.search(NS, "Luna") == []
+
+
+def test_searches_and_plan_writes_from_other_threads_do_not_collide() -> None:
+    import threading
+
+    from langgraph.store.base import PutOp
+
+    from langmem_plugin.services._io import execute
+
+    def write(key: str, value: dict[str, str] | None) -> Any:
+        yield [PutOp(NS, key, value)]
+
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
+    retriever.search(NS, "Luna")
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for k in range(500):
+                execute(retriever.store, write(f"cat{k % 5}", {"content": f"Has a cat called Luna {k}"}))
+                execute(retriever.store, write(f"cat{k % 5}", None))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():
+        for hit in retriever.search(NS, "cat called Luna", limit=5):
+            assert hit.value["content"].startswith("Has a cat called Luna")
+    thread.join()
+    assert errors == []
+    assert retriever.search(NS, "cat called Luna") == []

@@ -370,11 +370,12 @@ class HybridRetriever:
             allowed = {(tuple(i.namespace), i.key) for i in matching}
 
         for _ in range(_VERIFY_ROUNDS):
-            lexical_scores = self._lexical_scores(lexical, query, candidates, allowed)
             found: dict[_DocKey, Item] = dict(verified)
-            if lexical is not None:
-                for doc in lexical_scores:
-                    found.setdefault(doc, lexical.items[doc])
+            with self._lock:  # writes from other threads change the index (see _on_writes)
+                lexical_scores = self._lexical_scores(lexical, query, candidates, allowed)
+                if lexical is not None:
+                    for doc in lexical_scores:
+                        found.setdefault(doc, lexical.items[doc])
             fused = self._fuse(dense, lexical_scores, found)
             order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
             unverified = [doc for doc in order if doc not in verified]
