@@ -175,7 +175,11 @@ def _field_text(value: Mapping[str, Any], path: str) -> str:
 
 
 def _standardise(scores: Mapping[_DocKey, float], keys: Iterable[_DocKey]) -> dict[_DocKey, float]:
-    """z-scores over the pool ``scores``; keys outside the pool get the pool's lowest score."""
+    """z-scores over the pool ``scores``; keys outside the pool get the pool's lowest score.
+
+    A pool without spread (one match, or ties only) still says something: being in it.
+    Its members get 1 and the rest 0, so a lone lexical match (a rare name) is lifted.
+    """
     if not scores:
         return dict.fromkeys(keys, 0.0)
     values = list(scores.values())
@@ -183,7 +187,7 @@ def _standardise(scores: Mapping[_DocKey, float], keys: Iterable[_DocKey]) -> di
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
     floor = min(values)
     if std <= 1e-12:
-        return dict.fromkeys(keys, 0.0)
+        return {k: 1.0 if k in scores else 0.0 for k in keys}
     return {k: (scores.get(k, floor) - mean) / std for k in keys}
 
 
