@@ -345,6 +345,7 @@ class LocomoResult:
 VARIANTS: tuple[str, ...] = (
     "qdrant",
     "qdrant-rrf",
+    "qdrant-dbsf-plain",
     "qdrant-lex-rrf",
     "qdrant-dbsf",
     "bm25",
@@ -356,6 +357,7 @@ VARIANTS: tuple[str, ...] = (
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
     "qdrant-rrf": "QdrantStore hybrid as is (RRF in engine)",
+    "qdrant-dbsf-plain": "QdrantStore hybrid as is, DBSF",
     "qdrant-lex-rrf": "QdrantStore hybrid, lexical_fields, RRF",
     "qdrant-dbsf": "QdrantStore hybrid, lexical_fields, DBSF",
     "bm25": "BM25 only (date + context + turn)",
@@ -402,6 +404,8 @@ def _searchers(
             )
         elif name == "qdrant-rrf":
             yield name, qdrant, _store_searcher(qdrant)
+        elif name == "qdrant-dbsf-plain":
+            yield name, qdrant, _store_searcher(qdrant.with_search(fusion="dbsf"))
         elif name == "qdrant-lex-rrf":
             yield name, lexical, _store_searcher(lexical.with_search(fusion="rrf"))
         elif name == "qdrant-dbsf":
