@@ -68,7 +68,7 @@ def test_lexical_fields_make_a_word_outside_the_embedded_text_findable(
     # BM25 over context + content: the word is only in the context.
     assert keys(lexical_store.with_search(mode="lexical"), "zanzibar") == ["t1"]
     assert keys(lexical_store, "zanzibar")[0] == "t1"
-    assert keys(lexical_store.with_search(fusion="dbsf"), "zanzibar")[0] == "t1"
+    assert keys(lexical_store.with_search(fusion="rrf"), "zanzibar")[0] == "t1"
     # Dense sees `content` only: no match above a modest threshold.
     assert keys(lexical_store.with_search(mode="dense", score_threshold=0.3), "zanzibar") == []
     # Content words still count for BM25.
@@ -109,10 +109,10 @@ def test_lexical_fields_survive_reopen_and_apply_on_import(tmp_path: Path) -> No
 
 
 def test_dbsf_fuses_scores_not_ranks(lexical_store: QdrantStore) -> None:
-    rrf = lexical_store.search(NS, query="green tea", limit=4)
-    dbsf_view = lexical_store.with_search(fusion="dbsf")
-    dbsf = dbsf_view.search(NS, query="green tea", limit=4)
-    assert dbsf_view.search_mode == lexical_store.search_mode == "hybrid"
+    rrf_view = lexical_store.with_search(fusion="rrf")
+    rrf = rrf_view.search(NS, query="green tea", limit=4)
+    dbsf = lexical_store.search(NS, query="green tea", limit=4)  # DBSF is the default
+    assert rrf_view.search_mode == lexical_store.search_mode == "hybrid"
     assert rrf[0].key == dbsf[0].key == "t3"
     rrf_scores = [r.score for r in rrf if r.score is not None]
     dbsf_scores = [r.score for r in dbsf if r.score is not None]
@@ -136,8 +136,9 @@ def test_dbsf_scores_agree_across_engines(tmp_path: Path) -> None:
             assert a == b, query
 
 
-async def test_dbsf_async(tmp_path: Path) -> None:
-    async with QdrantStore(location=":memory:", index=index(LEXICAL), search={"fusion": "dbsf"}) as store:
+@pytest.mark.parametrize("fusion", ["dbsf", "rrf"])
+async def test_both_fusions_async(tmp_path: Path, fusion: Any) -> None:
+    async with QdrantStore(location=":memory:", index=index(LEXICAL), search={"fusion": fusion}) as store:
         for key, value in TURNS.items():
             await store.aput(NS, key, value)
         assert [r.key for r in await store.asearch(NS, query="zanzibar", limit=1)] == ["t1"]

@@ -356,8 +356,8 @@ VARIANTS: tuple[str, ...] = (
 )
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
-    "qdrant-rrf": "QdrantStore hybrid as is (RRF in engine)",
-    "qdrant-dbsf-plain": "QdrantStore hybrid as is, DBSF",
+    "qdrant-rrf": "QdrantStore hybrid, RRF (old default)",
+    "qdrant-dbsf-plain": "QdrantStore hybrid, DBSF (default)",
     "qdrant-lex-rrf": "QdrantStore hybrid, lexical_fields, RRF",
     "qdrant-dbsf": "QdrantStore hybrid, lexical_fields, DBSF",
     "bm25": "BM25 only (date + context + turn)",
@@ -403,7 +403,7 @@ def _searchers(
                 _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL)),
             )
         elif name == "qdrant-rrf":
-            yield name, qdrant, _store_searcher(qdrant)
+            yield name, qdrant, _store_searcher(qdrant.with_search(fusion="rrf"))
         elif name == "qdrant-dbsf-plain":
             yield name, qdrant, _store_searcher(qdrant.with_search(fusion="dbsf"))
         elif name == "qdrant-lex-rrf":

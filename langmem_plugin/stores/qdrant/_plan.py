@@ -261,7 +261,7 @@ class Fused:
     parts: tuple[Nearest, ...]
     prefetch_limit: int
     k: int
-    fusion: Fusion = "rrf"
+    fusion: Fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +359,7 @@ class PlanConfig:
             half of hybrid; BM25 for lexical).
         candidates: the size of each prefetch that hybrid search fuses (pages past it may shift).
         rrf_k: the k of reciprocal rank fusion, ``1 / (k + rank)``.
-        fusion: how hybrid search fuses its two halves: ``"rrf"`` or ``"dbsf"``.
+        fusion: how hybrid search fuses its two halves: ``"dbsf"`` (by score) or ``"rrf"`` (by rank).
         ttl: the store's TTL settings.
         encoder: the BM25 encoder (the engine applies IDF).
     """
@@ -371,7 +371,7 @@ class PlanConfig:
     score_threshold: float | None = None
     candidates: int = 100
     rrf_k: int = 60
-    fusion: Fusion = "rrf"
+    fusion: Fusion = "dbsf"
     ttl: TTLSettings = field(default_factory=TTLSettings)
     encoder: BM25Encoder = field(default_factory=BM25Encoder)
 

@@ -69,18 +69,19 @@ class QdrantSearchConfig(TypedDict, total=False):
     candidates: int
     """Hybrid search fuses the best ``candidates`` (default 100) of each half; pages beyond that may shift."""
     rrf_k: int
-    """The k of reciprocal rank fusion, ``1 / (k + rank)`` (default 60)."""
+    """The k of reciprocal rank fusion, ``1 / (k + rank)`` (default 60; used with ``fusion="rrf"``)."""
     fusion: Fusion
-    """How hybrid search fuses its halves: ``"rrf"`` (default; reciprocal rank fusion, scores are
-    ``sum 1 / (k + rank)``) or ``"dbsf"`` (Qdrant's distribution-based score fusion: each half's scores
-    normalised by their mean ± 3 standard deviations, then summed, so margins count)."""
+    """How hybrid search fuses its halves: ``"dbsf"`` (default; Qdrant's distribution-based score fusion:
+    each half's scores normalised by their mean ± 3 standard deviations, then summed, so margins count)
+    or ``"rrf"`` (reciprocal rank fusion with ``rrf_k``: ranks only). DBSF is the default because it
+    measured better on LoCoMo: recall@10 +7 points over RRF with the same signals (README)."""
 
 
 def _fusion_of(value: Any) -> Fusion:
     if value not in _FUSIONS:
         raise ConfigurationError(
             f"search fusion {value!r} is not one of {', '.join(_FUSIONS)}. "
-            "Fix: search={'fusion': 'dbsf'} (score-based) or 'rrf' (rank-based, the default)."
+            "Fix: search={'fusion': 'dbsf'} (score-based, the default) or 'rrf' (rank-based)."
         )
     return cast(Fusion, value)
 
@@ -128,10 +129,14 @@ class QdrantStore(BaseStore):
     Search: with an ``index`` (LangGraph's ``IndexConfig``: ``dims``, ``embed`` as an
     ``Embeddings``, a function or a ``"provider:model"`` string — default the offline
     MiniLM — and ``fields``) a query is answered by hybrid search; without one, by
-    BM25 over the values' words. Items put with ``index=False`` (or without text at
-    the fields) have no vector: a query lists them after the scored items, with
-    ``score=None``, newest first. Filters support ``$eq $ne $gt $gte $lt $lte $in $nin
-    $exists`` on keys and dot paths (see ``STORE-CONTRACT.md``).
+    BM25 over the values' words. The index may also name ``lexical_fields``
+    (:class:`QdrantIndexConfig`): BM25 then reads those fields instead of the embedded
+    ones. Hybrid fuses the two halves by score (DBSF) by default; ``search={"fusion":
+    "rrf"}`` fuses ranks instead (see the README's LoCoMo section). Items put with
+    ``index=False`` (or without text at the fields) have no vector: a query lists
+    them after the scored items, with ``score=None``, newest first. Filters support
+    ``$eq $ne $gt $gte $lt $lte $in $nin $exists`` on keys and dot paths (see
+    ``STORE-CONTRACT.md``).
 
     Differences from LangGraph's InMemoryStore, on purpose: ``created_at`` is kept when
     an item is updated; a namespace exists only while it holds an item; a search
@@ -224,7 +229,7 @@ class QdrantStore(BaseStore):
             score_threshold=search.get("score_threshold"),
             candidates=int(search.get("candidates", 100)),
             rrf_k=int(search.get("rrf_k", 60)),
-            fusion=_fusion_of(search.get("fusion", "rrf")),
+            fusion=_fusion_of(search.get("fusion", "dbsf")),
             ttl=TTLSettings.from_config(ttl),
             encoder=BM25Encoder(),
         )
