@@ -64,11 +64,12 @@ from langmem_plugin.surfaces import (
 )
 
 if TYPE_CHECKING:
-    from langmem_plugin.stores.qdrant import QdrantSearchConfig, QdrantStore
+    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantSearchConfig, QdrantStore
 
 # Imported on first use: qdrant-client alone takes about a second to import.
 _LAZY = {
     "QdrantStore": "langmem_plugin.stores.qdrant",
+    "QdrantIndexConfig": "langmem_plugin.stores.qdrant",
     "QdrantSearchConfig": "langmem_plugin.stores.qdrant",
 }
 
@@ -113,6 +114,7 @@ __all__ = [
     "MiniLMEmbeddings",
     "MissingDependencyError",
     "OfflineResourceError",
+    "QdrantIndexConfig",
     "QdrantSearchConfig",
     "QdrantStore",
     "RecallConfig",

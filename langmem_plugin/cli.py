@@ -175,7 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     locomo.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
     locomo.add_argument(
         "--variants",
-        default="qdrant,qdrant-rrf,bm25,bm25-turns,dense,dense-clean,inmemory",
+        default=(
+            "qdrant,qdrant-rrf,qdrant-dbsf-plain,qdrant-lex-rrf,qdrant-dbsf,"
+            "bm25,bm25-turns,dense,dense-clean,inmemory"
+        ),
         help="comma-separated rows to run (default: all)",
     )
     bench.set_defaults(func=_bench)

@@ -39,6 +39,7 @@ EXPECTED_ALL = {
     "MiniLMEmbeddings",
     "MissingDependencyError",
     "OfflineResourceError",
+    "QdrantIndexConfig",
     "QdrantSearchConfig",
     "QdrantStore",
     "RecallConfig",

@@ -283,7 +283,11 @@ def test_dense_finds_paraphrases_and_lexical_finds_rare_tokens(minilm_store: Qdr
     hybrid = minilm_store.search(("docs",), query="XJ-4471 build failure", limit=5)
     assert hybrid[0].key == "code"
     assert hybrid[0].score is not None
-    assert hybrid[0].score < 0.1  # a fused RRF score, not a cosine
+    assert 0.0 <= hybrid[0].score <= 2.0  # a DBSF score: two normalised halves summed
+    ranked = minilm_store.with_search(fusion="rrf").search(("docs",), query="XJ-4471 build failure", limit=5)
+    assert ranked[0].key == "code"
+    assert ranked[0].score is not None
+    assert ranked[0].score < 0.1  # a fused RRF score, not a cosine
     assert minilm_store.search(("docs",), query="my kitten naps by the window", limit=1)[0].key == "cat"
 
 

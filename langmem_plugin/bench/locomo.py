@@ -345,6 +345,9 @@ class LocomoResult:
 VARIANTS: tuple[str, ...] = (
     "qdrant",
     "qdrant-rrf",
+    "qdrant-dbsf-plain",
+    "qdrant-lex-rrf",
+    "qdrant-dbsf",
     "bm25",
     "bm25-turns",
     "dense",
@@ -353,7 +356,10 @@ VARIANTS: tuple[str, ...] = (
 )
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
-    "qdrant-rrf": "QdrantStore hybrid as is (RRF in engine)",
+    "qdrant-rrf": "QdrantStore hybrid, RRF (old default)",
+    "qdrant-dbsf-plain": "QdrantStore hybrid, DBSF (default)",
+    "qdrant-lex-rrf": "QdrantStore hybrid, lexical_fields, RRF",
+    "qdrant-dbsf": "QdrantStore hybrid, lexical_fields, DBSF",
     "bm25": "BM25 only (date + context + turn)",
     "bm25-turns": "BM25 only (turn text)",
     "dense": "dense only (MiniLM, query as is)",
@@ -376,6 +382,15 @@ def _searchers(
         from langmem_plugin.stores.qdrant import QdrantStore
 
         qdrant = stack.enter_context(QdrantStore(path=qdrant_path, index=index))
+    lexical: Any = None
+    if any(n in ("qdrant-lex-rrf", "qdrant-dbsf") for n in names):
+        from langmem_plugin.stores.qdrant import QdrantStore
+
+        # the recipe's two signals in the engine: BM25 over date + context + content, dense over content
+        lexical_index: Any = {**index, "lexical_fields": list(LOCOMO_RETRIEVAL.lexical_fields)}
+        lexical = stack.enter_context(
+            QdrantStore(path=qdrant_path.with_name(qdrant_path.name + "-lexical"), index=lexical_index)
+        )
     if "inmemory" in names:
         from langgraph.store.memory import InMemoryStore
 
@@ -388,7 +403,13 @@ def _searchers(
                 _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL)),
             )
         elif name == "qdrant-rrf":
-            yield name, qdrant, _store_searcher(qdrant)
+            yield name, qdrant, _store_searcher(qdrant.with_search(fusion="rrf"))
+        elif name == "qdrant-dbsf-plain":
+            yield name, qdrant, _store_searcher(qdrant.with_search(fusion="dbsf"))
+        elif name == "qdrant-lex-rrf":
+            yield name, lexical, _store_searcher(lexical.with_search(fusion="rrf"))
+        elif name == "qdrant-dbsf":
+            yield name, lexical, _store_searcher(lexical.with_search(fusion="dbsf"))
         elif name == "bm25":
             config = RetrievalConfig(mode="lexical", lexical_fields=LOCOMO_RETRIEVAL.lexical_fields)
             yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))

@@ -5,6 +5,6 @@ store logic (ops → engine-neutral calls, no I/O), ``_edge`` and ``_remote`` th
 two engines, ``_lock`` the exclusive lock of an embedded store's directory.
 """
 
-from langmem_plugin.stores.qdrant._store import QdrantSearchConfig, QdrantStore
+from langmem_plugin.stores.qdrant._store import QdrantIndexConfig, QdrantSearchConfig, QdrantStore
 
-__all__ = ["QdrantSearchConfig", "QdrantStore"]
+__all__ = ["QdrantIndexConfig", "QdrantSearchConfig", "QdrantStore"]

@@ -70,6 +70,12 @@ def _vector(n: Nearest) -> Any:
     return qe.Query.Nearest(n.vector, using=DENSE)
 
 
+def _fusion(rank: Fused) -> Any:
+    if rank.fusion == "dbsf":
+        return qe.Fusion.Dbsf()
+    return qe.Fusion.Rrf(k=rank.k)
+
+
 def _point(p: PointData) -> qe.Point:
     vector: dict[str, Any] = {}
     if p.dense:
@@ -268,7 +274,7 @@ class EdgeEngine:
             request = qe.QueryRequest(
                 limit=call.limit,
                 prefetches=prefetches,
-                query=qe.Fusion.Rrf(k=rank.k),  # type: ignore[arg-type]  # the stub omits Fusion's variants
+                query=_fusion(rank),
                 with_payload=True,
             )
         return [Hit(str(p.id), p.payload or {}, float(p.score)) for p in shard.query(request)]

@@ -75,6 +75,7 @@ __all__ = [
     "Filter",
     "FilterIndexType",
     "Fused",
+    "Fusion",
     "Hit",
     "Match",
     "MatchAny",
@@ -111,6 +112,7 @@ _ID_NAMESPACE = uuid.UUID("5b0c1d0e-7a53-4f4e-9a55-6c616e676d65")
 _SAFE_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 SearchMode = Literal["hybrid", "dense", "lexical"]
+Fusion = Literal["rrf", "dbsf"]
 
 # --------------------------------------------------------------------------- point layout
 
@@ -249,11 +251,17 @@ class Nearest:
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """Reciprocal rank fusion of several :class:`Nearest` prefetches, each of ``prefetch_limit``."""
+    """Several :class:`Nearest` prefetches, each of ``prefetch_limit``, fused by the engine.
+
+    ``fusion``: ``"rrf"`` (reciprocal rank fusion with ``k``) or ``"dbsf"``
+    (distribution-based score fusion: each prefetch's scores normalised by
+    their mean ± 3 standard deviations, then summed; ``k`` unused).
+    """
 
     parts: tuple[Nearest, ...]
     prefetch_limit: int
     k: int
+    fusion: Fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,21 +352,26 @@ class PlanConfig:
     Attributes:
         dims: dense vector dimension; None when the store has no IndexConfig (lexical search only).
         fields: the IndexConfig's fields (None: the whole value, ``"$"``).
-        mode: how a query ranks: ``"hybrid"`` (dense + BM25 fused with RRF), ``"dense"`` or ``"lexical"``.
+        lexical_fields: the fields whose text BM25 indexes (None: the embedded texts).
+        mode: how a query ranks: ``"hybrid"`` (dense + BM25 fused by the engine), ``"dense"`` or
+            ``"lexical"``.
         score_threshold: drop query results scoring below this (cosine for dense and for the dense
             half of hybrid; BM25 for lexical).
         candidates: the size of each prefetch that hybrid search fuses (pages past it may shift).
         rrf_k: the k of reciprocal rank fusion, ``1 / (k + rank)``.
+        fusion: how hybrid search fuses its two halves: ``"dbsf"`` (by score) or ``"rrf"`` (by rank).
         ttl: the store's TTL settings.
         encoder: the BM25 encoder (the engine applies IDF).
     """
 
     dims: int | None = None
     fields: tuple[str, ...] | None = None
+    lexical_fields: tuple[str, ...] | None = None
     mode: SearchMode = "hybrid"
     score_threshold: float | None = None
     candidates: int = 100
     rrf_k: int = 60
+    fusion: Fusion = "dbsf"
     ttl: TTLSettings = field(default_factory=TTLSettings)
     encoder: BM25Encoder = field(default_factory=BM25Encoder)
 
@@ -662,7 +675,12 @@ def _upsert(config: PlanConfig, entries: Sequence[_Entry]) -> Generator[Call, An
     points: list[PointData] = []
     for e, texts in zip(entries, texts_of, strict=True):
         token, prefixes = _ns_fields(e.namespace)
-        sparse = config.encoder.encode_document("\n".join(texts)) if texts else None
+        # With lexical_fields, BM25 reads other fields than the embedded ones — of indexed items
+        # only, so that an item is either scored by both halves or listed unscored.
+        words = texts
+        if config.lexical_fields and texts:
+            words = index_texts(e.value, list(config.lexical_fields))
+        sparse = config.encoder.encode_document("\n".join(words)) if words else None
         dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
         payload = {
             "ns": token,
@@ -753,12 +771,12 @@ def _rank(config: PlanConfig, query: str, dense_query: list[float] | None) -> Ne
     dense = Nearest(DENSE, [dense_query], threshold)
     if config.mode == "dense" or lexical is None:
         return dense
-    return Fused((dense, lexical), config.candidates, config.rrf_k)
+    return Fused((dense, lexical), config.candidates, config.rrf_k, config.fusion)
 
 
 def _with_candidates(rank: Nearest | Fused, fetch: int) -> Nearest | Fused:
     if isinstance(rank, Fused):
-        return Fused(rank.parts, max(rank.prefetch_limit, fetch), rank.k)
+        return Fused(rank.parts, max(rank.prefetch_limit, fetch), rank.k, rank.fusion)
     return rank
 
 

@@ -312,7 +312,11 @@ class ClientEngine:
                     )
                     for n in rank.parts
                 ],
-                query=models.RrfQuery(rrf=models.Rrf(k=rank.k)),
+                query=(
+                    models.FusionQuery(fusion=models.Fusion.DBSF)
+                    if rank.fusion == "dbsf"
+                    else models.RrfQuery(rrf=models.Rrf(k=rank.k))
+                ),
             )
         return "query_points", kwargs, lambda r: _hits(r, scored=True)
 

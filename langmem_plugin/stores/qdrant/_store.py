@@ -29,6 +29,7 @@ from langmem_plugin.stores.qdrant._plan import (
     EmbedDocuments,
     EmbedQueries,
     FilterIndexType,
+    Fusion,
     PlanConfig,
     SearchMode,
     filter_index_fields,
@@ -39,16 +40,27 @@ from langmem_plugin.stores.qdrant._plan import (
 )
 from langmem_plugin.stores.qdrant._remote import ClientEngine
 
-__all__ = ["QdrantSearchConfig", "QdrantStore"]
+__all__ = ["QdrantIndexConfig", "QdrantSearchConfig", "QdrantStore"]
 
 _MODES = ("hybrid", "dense", "lexical")
+_FUSIONS = ("rrf", "dbsf")
+
+
+class QdrantIndexConfig(IndexConfig, total=False):
+    """LangGraph's ``IndexConfig`` plus what only QdrantStore reads."""
+
+    lexical_fields: list[str]
+    """The fields whose text BM25 indexes, same syntax as ``fields`` (e.g. ``["metadata.session_date",
+    "metadata.context", "content"]``); default: the embedded ``fields``. Only items that have a dense
+    vector get a BM25 vector. Like ``fields``, it applies to what is written while it is set: reopen a
+    store with the ``lexical_fields`` it was written with (or export and import to re-index)."""
 
 
 class QdrantSearchConfig(TypedDict, total=False):
     """How ``search(query=...)`` ranks."""
 
     mode: SearchMode
-    """``"hybrid"`` (default): dense and BM25 results fused by the engine with reciprocal rank fusion;
+    """``"hybrid"`` (default): dense and BM25 results fused by the engine (see ``fusion``);
     ``"dense"``: the embeddings only; ``"lexical"``: BM25 only. A store without an IndexConfig is always
     lexical."""
     score_threshold: float | None
@@ -57,7 +69,37 @@ class QdrantSearchConfig(TypedDict, total=False):
     candidates: int
     """Hybrid search fuses the best ``candidates`` (default 100) of each half; pages beyond that may shift."""
     rrf_k: int
-    """The k of reciprocal rank fusion, ``1 / (k + rank)`` (default 60)."""
+    """The k of reciprocal rank fusion, ``1 / (k + rank)`` (default 60; used with ``fusion="rrf"``)."""
+    fusion: Fusion
+    """How hybrid search fuses its halves: ``"dbsf"`` (default; Qdrant's distribution-based score fusion:
+    each half's scores normalised by their mean ± 3 standard deviations, then summed, so margins count)
+    or ``"rrf"`` (reciprocal rank fusion with ``rrf_k``: ranks only). DBSF is the default because it
+    measured better on LoCoMo: recall@10 +7 points over RRF with the same signals (README)."""
+
+
+def _fusion_of(value: Any) -> Fusion:
+    if value not in _FUSIONS:
+        raise ConfigurationError(
+            f"search fusion {value!r} is not one of {', '.join(_FUSIONS)}. "
+            "Fix: search={'fusion': 'dbsf'} (score-based, the default) or 'rrf' (rank-based)."
+        )
+    return cast(Fusion, value)
+
+
+def _lexical_fields_of(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise ConfigurationError(
+            f"index lexical_fields must be a non-empty list of field paths, got {value!r}. "
+            'Fix: index={..., "lexical_fields": ["content"]} (a list, even for one field).'
+        )
+    bad = [f for f in value if not isinstance(f, str) or not f.strip()]
+    if bad:
+        raise ConfigurationError(
+            f"index lexical_fields holds {bad!r}, not field paths. Fix: strings such as 'metadata.context'."
+        )
+    return tuple(value)
 
 
 Engine = EdgeEngine | ClientEngine
@@ -87,10 +129,14 @@ class QdrantStore(BaseStore):
     Search: with an ``index`` (LangGraph's ``IndexConfig``: ``dims``, ``embed`` as an
     ``Embeddings``, a function or a ``"provider:model"`` string — default the offline
     MiniLM — and ``fields``) a query is answered by hybrid search; without one, by
-    BM25 over the values' words. Items put with ``index=False`` (or without text at
-    the fields) have no vector: a query lists them after the scored items, with
-    ``score=None``, newest first. Filters support ``$eq $ne $gt $gte $lt $lte $in $nin
-    $exists`` on keys and dot paths (see ``STORE-CONTRACT.md``).
+    BM25 over the values' words. The index may also name ``lexical_fields``
+    (:class:`QdrantIndexConfig`): BM25 then reads those fields instead of the embedded
+    ones. Hybrid fuses the two halves by score (DBSF) by default; ``search={"fusion":
+    "rrf"}`` fuses ranks instead (see the README's LoCoMo section). Items put with
+    ``index=False`` (or without text at the fields) have no vector: a query lists
+    them after the scored items, with ``score=None``, newest first. Filters support
+    ``$eq $ne $gt $gte $lt $lte $in $nin $exists`` on keys and dot paths (see
+    ``STORE-CONTRACT.md``).
 
     Differences from LangGraph's InMemoryStore, on purpose: ``created_at`` is kept when
     an item is updated; a namespace exists only while it holds an item; a search
@@ -141,7 +187,7 @@ class QdrantStore(BaseStore):
         aclient: AsyncQdrantClient | None = None,
         location: str | None = None,
         collection: str = "langmem",
-        index: IndexConfig | None = None,
+        index: IndexConfig | QdrantIndexConfig | None = None,
         ttl: TTLConfig | None = None,
         search: QdrantSearchConfig | None = None,
         clock: Clock | None = None,
@@ -163,12 +209,14 @@ class QdrantStore(BaseStore):
         self._embeddings: Embeddings | None = None
         dims: int | None = None
         fields: tuple[str, ...] | None = None
+        lexical_fields: tuple[str, ...] | None = None
         if index:
             self._embeddings = _embeddings_of(index.get("embed"))
             raw_dims = index.get("dims")
             dims = int(raw_dims) if raw_dims else embedding_dims(self._embeddings)
             raw_fields = index.get("fields")
             fields = tuple(raw_fields) if raw_fields else None
+            lexical_fields = _lexical_fields_of(cast(Mapping[str, Any], index).get("lexical_fields"))
         search = search or {}
         mode = search.get("mode", "hybrid")
         if mode not in _MODES:
@@ -176,10 +224,12 @@ class QdrantStore(BaseStore):
         self._config = PlanConfig(
             dims=dims,
             fields=fields,
+            lexical_fields=lexical_fields,
             mode=mode,
             score_threshold=search.get("score_threshold"),
             candidates=int(search.get("candidates", 100)),
             rrf_k=int(search.get("rrf_k", 60)),
+            fusion=_fusion_of(search.get("fusion", "dbsf")),
             ttl=TTLSettings.from_config(ttl),
             encoder=BM25Encoder(),
         )
@@ -265,7 +315,7 @@ class QdrantStore(BaseStore):
 
     @property
     def search_mode(self) -> SearchMode:
-        """How ``search(query=...)`` ranks: ``"hybrid"`` (fused ranks), ``"dense"`` or ``"lexical"``."""
+        """How ``search(query=...)`` ranks: ``"hybrid"`` (fused: RRF or DBSF), ``"dense"``, ``"lexical"``."""
         return self._config.mode
 
     def with_search(self, **search: Any) -> QdrantStore:
@@ -293,10 +343,12 @@ class QdrantStore(BaseStore):
         view._config = PlanConfig(
             dims=self._config.dims,
             fields=self._config.fields,
+            lexical_fields=self._config.lexical_fields,
             mode=mode,
             score_threshold=search.get("score_threshold", self._config.score_threshold),
             candidates=int(search.get("candidates", self._config.candidates)),
             rrf_k=int(search.get("rrf_k", self._config.rrf_k)),
+            fusion=_fusion_of(search.get("fusion", self._config.fusion)),
             ttl=self._config.ttl,
             encoder=self._config.encoder,
         )
