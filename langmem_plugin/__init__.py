@@ -52,6 +52,7 @@ from langmem_plugin.services import (
     delete_idle_threads,
     trim_window,
 )
+from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces import (
@@ -99,6 +100,7 @@ __all__ = [
     "CompartmentError",
     "CompartmentLimits",
     "ConfigurationError",
+    "HybridRetriever",
     "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidRecordError",
@@ -119,6 +121,7 @@ __all__ = [
     "QdrantStore",
     "RecallConfig",
     "RememberConfig",
+    "RetrievalConfig",
     "Scope",
     "ScopeError",
     "SparseVector",
