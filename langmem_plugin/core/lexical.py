@@ -134,6 +134,11 @@ class BM25Index:
                 if not posting:
                     del self._postings[term]
 
+    def doc_freq(self, term: int) -> int:
+        """How many documents hold the term id ``term`` (an index of :meth:`BM25Encoder.encode_query`)."""
+        posting = self._postings.get(term)
+        return len(posting) if posting else 0
+
     def scores(self, query: str, keys: Iterable[Hashable] | None = None) -> dict[Hashable, float]:
         """BM25 score of every document that shares a term with ``query`` (restricted to ``keys``)."""
         allowed = set(keys) if keys is not None else None

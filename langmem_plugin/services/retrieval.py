@@ -45,12 +45,14 @@ the name outranks the turn that answers the question.
 
 from __future__ import annotations
 
+import calendar
 import heapq
 import math
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
@@ -59,7 +61,7 @@ from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services._io import Plan, aexecute, execute, watch_writes
 
-__all__ = ["HybridRetriever", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
+__all__ = ["HybridRetriever", "RetrievalConfig", "RetrievalMode", "RetrievedItem", "query_period"]
 
 RetrievalMode = Literal["hybrid", "dense", "lexical"]
 _MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -86,6 +88,22 @@ class RetrievalConfig:
             turns before and after a conversation turn.
         neighbour_weight: hybrid mode, with ``neighbours_field``: each candidate's fused score
             gains this share of its best neighbour's (an answer next to a strong match is likely).
+        group_field: a dot path into the value naming the group a memory belongs to (a
+            conversation session, a document), e.g. ``"metadata.session"``.
+        group_weight: hybrid mode, with ``group_field``: each candidate gains this share of the
+            mean fused score of the best ``group_top`` candidates of its group (evidence that
+            clusters in one session outranks a lone match elsewhere).
+        group_top: how many of a group's best candidates make its score.
+        mention_field: a dot path into the value naming who a memory is from or about (a
+            speaker, an author), e.g. ``"metadata.speaker"``.
+        mention_weight: hybrid mode, with ``mention_field``: a candidate whose ``mention_field``
+            the query names (any of its words, as BM25 tokenises them) gains this much.
+        date_weight: hybrid mode: when the query names a day or a month with its year ("on
+            7 May 2023", "in June 2023"), memories created from that period's start to
+            ``date_after_days`` after its end gain this much (what happened is told later).
+        date_after_days: how long after the named period a memory still counts as about it.
+
+    The lifts are in the fused score's units: standard deviations of the signals.
     """
 
     mode: RetrievalMode = "hybrid"
@@ -96,6 +114,13 @@ class RetrievalConfig:
     background_min_docs: int = 20
     neighbours_field: str | None = None
     neighbour_weight: float = 0.0
+    group_field: str | None = None
+    group_weight: float = 0.0
+    group_top: int = 3
+    mention_field: str | None = None
+    mention_weight: float = 0.0
+    date_weight: float = 0.0
+    date_after_days: float = 30.0
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -111,6 +136,23 @@ class RetrievalConfig:
             raise ConfigurationError(
                 f"neighbour_weight must be 0 or more and needs neighbours_field, got "
                 f"neighbour_weight={self.neighbour_weight!r}, neighbours_field={self.neighbours_field!r}"
+            )
+        for name, weight, path in (
+            ("group_weight", self.group_weight, self.group_field),
+            ("mention_weight", self.mention_weight, self.mention_field),
+        ):
+            if weight < 0 or (weight and not path):
+                field_name = name.replace("weight", "field")
+                raise ConfigurationError(
+                    f"{name} must be 0 or more and needs {field_name}, got {name}={weight!r}, "
+                    f"{field_name}={path!r}"
+                )
+        if self.group_top < 1:
+            raise ConfigurationError(f"group_top must be at least 1, got {self.group_top!r}")
+        if self.date_weight < 0 or self.date_after_days < 0:
+            raise ConfigurationError(
+                f"date_weight and date_after_days must be 0 or more, got date_weight={self.date_weight!r}, "
+                f"date_after_days={self.date_after_days!r}"
             )
         if self.candidates < 1:
             raise ConfigurationError(f"candidates must be at least 1, got {self.candidates!r}")
@@ -148,6 +190,7 @@ class _Lexical:
 
 
 _SCAN_PAGE = 1000
+_TERM_CACHE = 10_000  # distinct mention_field values whose BM25 terms are remembered
 _VERIFY_ROUNDS = 3  # re-reads of lexical-only hits per search before giving up on them
 
 
@@ -191,6 +234,44 @@ def _standardise(scores: Mapping[_DocKey, float], keys: Iterable[_DocKey]) -> di
     return {k: (scores.get(k, floor) - mean) / std for k in keys}
 
 
+_MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if name})
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_MONTH_FIRST = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)
+
+
+def query_period(query: str) -> tuple[datetime, datetime] | None:
+    """The day or month a query names, as ``[start, end)`` in UTC; ``None`` when it names neither.
+
+    >>> [d.date().isoformat() for d in query_period("Where was Dave on October 3, 2023?")]
+    ['2023-10-03', '2023-10-04']
+    >>> [d.date().isoformat() for d in query_period("What did she start in June 2023?")]
+    ['2023-06-01', '2023-07-01']
+    >>> query_period("What did she do in 2023?") is None
+    True
+    """
+    try:
+        if m := _MONTH_FIRST.search(query):
+            start = datetime(int(m[3]), _MONTHS[m[1].lower()], int(m[2]), tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        if m := _DAY_FIRST.search(query):
+            start = datetime(int(m[3]), _MONTHS[m[2].lower()], int(m[1]), tzinfo=UTC)
+            return start, start + timedelta(days=1)
+        if m := _MONTH_YEAR.search(query):
+            year, month = int(m[2]), _MONTHS[m[1].lower()]
+            end = (
+                datetime(year + 1, 1, 1, tzinfo=UTC)
+                if month == 12
+                else datetime(year, month + 1, 1, tzinfo=UTC)
+            )
+            return datetime(year, month, 1, tzinfo=UTC), end
+    except ValueError:  # "February 30, 2023"
+        return None
+    return None
+
+
 def _prefix(namespace_prefix: Sequence[str]) -> Namespace:
     if isinstance(namespace_prefix, str) or not isinstance(namespace_prefix, Sequence):
         raise ConfigurationError(
@@ -222,6 +303,7 @@ class HybridRetriever:
         self.config = config or RetrievalConfig()
         self._encoder = encoder or BM25Encoder()
         self._lexical: dict[Namespace, _Lexical] = {}
+        self._term_cache: dict[str, frozenset[int]] = {}
         self._lock = threading.RLock()
         watch_writes(store, self._on_writes)
 
@@ -328,10 +410,12 @@ class HybridRetriever:
         total = len(lexical.index)
         if total < self.config.background_min_docs:
             return query
+        limit = threshold * total
+        index = lexical.index
         kept = []
         for word in query.split():
             terms = self._encoder.encode_query(word).indices
-            if terms and len(lexical.index.scores(word)) >= threshold * total:
+            if terms and max(index.doc_freq(t) for t in terms) >= limit:
                 continue
             kept.append(word)
         return " ".join(kept) if kept else query
@@ -380,7 +464,7 @@ class HybridRetriever:
                 if lexical is not None:
                     for doc in lexical_scores:
                         found.setdefault(doc, lexical.items[doc])
-            fused = self._fuse(dense, lexical_scores, found)
+            fused = self._fuse(dense, lexical_scores, found, query)
             order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
             unverified = [doc for doc in order if doc not in verified]
             if not unverified or lexical is None:
@@ -418,7 +502,11 @@ class HybridRetriever:
         return {cast(_DocKey, doc): score for doc, score in ranked}
 
     def _fuse(
-        self, dense: dict[_DocKey, float], lexical_scores: dict[_DocKey, float], found: Mapping[_DocKey, Item]
+        self,
+        dense: dict[_DocKey, float],
+        lexical_scores: dict[_DocKey, float],
+        found: Mapping[_DocKey, Item],
+        query: str,
     ) -> dict[_DocKey, float]:
         if self.config.mode == "dense":
             return dense
@@ -429,8 +517,15 @@ class HybridRetriever:
         zl = _standardise(lexical_scores, union)
         w = self.config.dense_weight
         fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
-        if self.config.neighbours_field and self.config.neighbour_weight:
+        config = self.config
+        if config.neighbours_field and config.neighbour_weight:
             fused = self._with_neighbours(fused, found)
+        if config.group_field and config.group_weight:
+            fused = self._with_groups(fused, found, config.group_field)
+        if config.mention_field and config.mention_weight:
+            fused = self._with_mentions(fused, found, config.mention_field, query)
+        if config.date_weight:
+            fused = self._with_period(fused, found, query)
         return fused
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
@@ -473,6 +568,60 @@ class HybridRetriever:
             keys = _field_text(found[doc].value, path).split()
             best = max((fused.get((doc[0], k), floor) for k in keys), default=floor)
             out[doc] = score + self.config.neighbour_weight * best
+        return out
+
+    def _with_groups(
+        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], path: str
+    ) -> dict[_DocKey, float]:
+        """Add ``group_weight`` times the mean of its group's best ``group_top`` fused scores."""
+        groups = {doc: (doc[0], _field_text(found[doc].value, path)) for doc in fused}
+        members: dict[tuple[Namespace, str], list[float]] = {}
+        for doc, group in groups.items():
+            members.setdefault(group, []).append(fused[doc])
+        top = self.config.group_top
+        strength = {g: sum(heapq.nlargest(top, scores)) / top for g, scores in members.items()}
+        weight = self.config.group_weight
+        return {
+            doc: score + (weight * strength[groups[doc]] if groups[doc][1] else 0.0)
+            for doc, score in fused.items()
+        }
+
+    def _terms(self, text: str) -> frozenset[int]:
+        terms = self._term_cache.get(text)
+        if terms is None:
+            terms = frozenset(self._encoder.encode_query(text).indices)
+            if len(self._term_cache) < _TERM_CACHE:
+                self._term_cache[text] = terms
+        return terms
+
+    def _with_mentions(
+        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], path: str, query: str
+    ) -> dict[_DocKey, float]:
+        """Add ``mention_weight`` to each candidate whose ``mention_field`` the query names."""
+        asked = frozenset(self._encoder.encode_query(query).indices)
+        weight = self.config.mention_weight
+        out: dict[_DocKey, float] = {}
+        for doc, score in fused.items():
+            named = _field_text(found[doc].value, path)
+            out[doc] = score + weight if named and not asked.isdisjoint(self._terms(named)) else score
+        return out
+
+    def _with_period(
+        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], query: str
+    ) -> dict[_DocKey, float]:
+        """Add ``date_weight`` to each candidate created in the period the query names (if it names one)."""
+        period = query_period(query)
+        if period is None:
+            return fused
+        start, end = period
+        end += timedelta(days=self.config.date_after_days)
+        weight = self.config.date_weight
+        out: dict[_DocKey, float] = {}
+        for doc, score in fused.items():
+            created = found[doc].created_at
+            if created.tzinfo is None:
+                created = created.replace(tzinfo=UTC)
+            out[doc] = score + weight if start <= created < end else score
         return out
 
     def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> Plan[Any]:
