@@ -46,6 +46,8 @@ the name outranks the turn that answers the question.
 from __future__ import annotations
 
 import calendar
+import contextlib
+import functools
 import heapq
 import math
 import re
@@ -102,6 +104,9 @@ class RetrievalConfig:
             7 May 2023", "in June 2023"), memories created from that period's start to
             ``date_after_days`` after its end gain this much (what happened is told later).
         date_after_days: how long after the named period a memory still counts as about it.
+        date_field: a dot path to an ISO-8601 date in the value that says when a memory
+            happened (a memory record's ``created_at``, which imports may set to the past);
+            the item's ``created_at`` in the store when missing or unreadable.
 
     The lifts are in the fused score's units: standard deviations of the signals.
     """
@@ -121,6 +126,7 @@ class RetrievalConfig:
     mention_weight: float = 0.0
     date_weight: float = 0.0
     date_after_days: float = 30.0
+    date_field: str | None = "created_at"
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -181,12 +187,23 @@ class RetrievedItem:
     lexical_score: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Features:
+    """What the lifts read from an item, taken once when it is indexed."""
+
+    neighbours: tuple[_DocKey, ...]
+    group: str
+    mention: frozenset[int]
+    created_at: datetime
+
+
 @dataclass
 class _Lexical:
-    """The BM25 index of one namespace prefix, and the items it was built from."""
+    """The BM25 index of one namespace prefix, the items it was built from, and their features."""
 
     index: BM25Index
     items: dict[_DocKey, Item] = field(default_factory=dict)
+    features: dict[_DocKey, _Features] = field(default_factory=dict)
 
 
 _SCAN_PAGE = 1000
@@ -204,10 +221,15 @@ def _scan(prefix: Namespace, filter: dict[str, Any] | None) -> Plan[list[Item]]:
             return out
 
 
+@functools.lru_cache(maxsize=256)
+def _path_parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def _field_text(value: Mapping[str, Any], path: str) -> str:
     node: Any = value
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
+    for part in _path_parts(path):
+        if not isinstance(node, dict | Mapping) or part not in node:
             return ""
         node = node[part]
     if isinstance(node, str):
@@ -394,6 +416,7 @@ class HybridRetriever:
         for item in items:
             doc = (tuple(item.namespace), item.key)
             lexical.items[doc] = item
+            lexical.features[doc] = self._features(doc, item)
             lexical.index.add(doc, self._lexical_text(item.value))
         with self._lock:
             self._lexical[prefix] = lexical
@@ -464,7 +487,7 @@ class HybridRetriever:
                 if lexical is not None:
                     for doc in lexical_scores:
                         found.setdefault(doc, lexical.items[doc])
-            fused = self._fuse(dense, lexical_scores, found, query)
+            fused = self._fuse(dense, lexical_scores, found, query, lexical)
             order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
             unverified = [doc for doc in order if doc not in verified]
             if not unverified or lexical is None:
@@ -507,6 +530,7 @@ class HybridRetriever:
         lexical_scores: dict[_DocKey, float],
         found: Mapping[_DocKey, Item],
         query: str,
+        lexical: _Lexical | None,
     ) -> dict[_DocKey, float]:
         if self.config.mode == "dense":
             return dense
@@ -518,14 +542,20 @@ class HybridRetriever:
         w = self.config.dense_weight
         fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
         config = self.config
-        if config.neighbours_field and config.neighbour_weight:
-            fused = self._with_neighbours(fused, found)
-        if config.group_field and config.group_weight:
-            fused = self._with_groups(fused, found, config.group_field)
-        if config.mention_field and config.mention_weight:
-            fused = self._with_mentions(fused, found, config.mention_field, query)
+        if not (
+            config.neighbour_weight or config.group_weight or config.mention_weight or config.date_weight
+        ):
+            return fused
+        known = lexical.features if lexical is not None else {}
+        features = {doc: known.get(doc) or self._features(doc, found[doc]) for doc in union}
+        if config.neighbour_weight:
+            fused = self._with_neighbours(fused, features)
+        if config.group_weight:
+            fused = self._with_groups(fused, features)
+        if config.mention_weight:
+            fused = self._with_mentions(fused, features, query)
         if config.date_weight:
-            fused = self._with_period(fused, found, query)
+            fused = self._with_period(fused, features, query)
         return fused
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
@@ -548,43 +578,65 @@ class HybridRetriever:
                 if cached is None:
                     return False
                 lexical.items.pop(doc, None)
+                lexical.features.pop(doc, None)
                 lexical.index.remove(doc)
                 return True
             if cached is not None and cached.value == item.value:
                 return False
             lexical.items[doc] = item
+            lexical.features[doc] = self._features(doc, item)
             lexical.index.add(doc, self._lexical_text(item.value))
             return True
 
+    def _features(self, doc: _DocKey, item: Item) -> _Features:
+        config = self.config
+        value = item.value
+        neighbours: tuple[_DocKey, ...] = ()
+        if config.neighbours_field:
+            neighbours = tuple((doc[0], k) for k in _field_text(value, config.neighbours_field).split())
+        group = _field_text(value, config.group_field) if config.group_field else ""
+        named = _field_text(value, config.mention_field) if config.mention_field else ""
+        created = item.created_at
+        if config.date_field and (stamp := _field_text(value, config.date_field)):
+            with contextlib.suppress(ValueError):
+                created = datetime.fromisoformat(stamp)
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        return _Features(neighbours, group, self._terms(named) if named else frozenset(), created)
+
     def _with_neighbours(
-        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item]
+        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features]
     ) -> dict[_DocKey, float]:
         """Add ``neighbour_weight`` times the best fused score among each candidate's neighbours."""
-        path = self.config.neighbours_field
-        assert path is not None
         floor = min(fused.values(), default=0.0)
+        weight = self.config.neighbour_weight
         out: dict[_DocKey, float] = {}
         for doc, score in fused.items():
-            keys = _field_text(found[doc].value, path).split()
-            best = max((fused.get((doc[0], k), floor) for k in keys), default=floor)
-            out[doc] = score + self.config.neighbour_weight * best
+            best = floor
+            for other in features[doc].neighbours:
+                near = fused.get(other, floor)
+                if near > best:
+                    best = near
+            out[doc] = score + weight * best
         return out
 
     def _with_groups(
-        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], path: str
+        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features]
     ) -> dict[_DocKey, float]:
         """Add ``group_weight`` times the mean of its group's best ``group_top`` fused scores."""
-        groups = {doc: (doc[0], _field_text(found[doc].value, path)) for doc in fused}
         members: dict[tuple[Namespace, str], list[float]] = {}
-        for doc, group in groups.items():
-            members.setdefault(group, []).append(fused[doc])
+        for doc, score in fused.items():
+            group = features[doc].group
+            if group:
+                members.setdefault((doc[0], group), []).append(score)
         top = self.config.group_top
-        strength = {g: sum(heapq.nlargest(top, scores)) / top for g, scores in members.items()}
+        strength = {g: sum(sorted(scores, reverse=True)[:top]) / top for g, scores in members.items()}
         weight = self.config.group_weight
-        return {
-            doc: score + (weight * strength[groups[doc]] if groups[doc][1] else 0.0)
-            for doc, score in fused.items()
-        }
+        out: dict[_DocKey, float] = {}
+        for doc, score in fused.items():
+            group = features[doc].group
+            out[doc] = score + weight * strength[(doc[0], group)] if group else score
+        return out
 
     def _terms(self, text: str) -> frozenset[int]:
         terms = self._term_cache.get(text)
@@ -595,19 +647,18 @@ class HybridRetriever:
         return terms
 
     def _with_mentions(
-        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], path: str, query: str
+        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features], query: str
     ) -> dict[_DocKey, float]:
         """Add ``mention_weight`` to each candidate whose ``mention_field`` the query names."""
         asked = frozenset(self._encoder.encode_query(query).indices)
         weight = self.config.mention_weight
-        out: dict[_DocKey, float] = {}
-        for doc, score in fused.items():
-            named = _field_text(found[doc].value, path)
-            out[doc] = score + weight if named and not asked.isdisjoint(self._terms(named)) else score
-        return out
+        return {
+            doc: score + weight if not asked.isdisjoint(features[doc].mention) else score
+            for doc, score in fused.items()
+        }
 
     def _with_period(
-        self, fused: dict[_DocKey, float], found: Mapping[_DocKey, Item], query: str
+        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features], query: str
     ) -> dict[_DocKey, float]:
         """Add ``date_weight`` to each candidate created in the period the query names (if it names one)."""
         period = query_period(query)
@@ -616,13 +667,10 @@ class HybridRetriever:
         start, end = period
         end += timedelta(days=self.config.date_after_days)
         weight = self.config.date_weight
-        out: dict[_DocKey, float] = {}
-        for doc, score in fused.items():
-            created = found[doc].created_at
-            if created.tzinfo is None:
-                created = created.replace(tzinfo=UTC)
-            out[doc] = score + weight if start <= created < end else score
-        return out
+        return {
+            doc: score + weight if start <= features[doc].created_at < end else score
+            for doc, score in fused.items()
+        }
 
     def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> Plan[Any]:
         yield [PutOp(namespace, key, value)]
