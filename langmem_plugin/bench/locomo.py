@@ -29,6 +29,7 @@ per run (the stores ask for the same texts); queries are embedded on every searc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -88,6 +89,7 @@ LOCOMO_RETRIEVAL = RetrievalConfig(
     lexical_fields=("metadata.session_date", "metadata.context", "content"),
     neighbours_field="metadata.neighbours",
     neighbour_weight=0.35,
+    candidates=50,
     group_field="metadata.session_date",
     group_weight=0.5,
     mention_field="metadata.speaker",
@@ -316,6 +318,20 @@ class VariantResult:
     categories: list[int] = field(default_factory=list)
     tokens: dict[int, list[int]] = field(default_factory=lambda: {k: [] for k in KS})
     seconds: list[float] = field(default_factory=list)
+    conversations: list[int] = field(default_factory=list)  # the conversation of each question
+
+    def only(self, conversations: Iterable[int]) -> VariantResult:
+        """These numbers restricted to the questions of some conversations (0-based, in file order)."""
+        keep = set(conversations)
+        rows = [i for i, c in enumerate(self.conversations) if c in keep]
+        return VariantResult(
+            self.name,
+            recall={k: [v[i] for i in rows] for k, v in self.recall.items()},
+            categories=[self.categories[i] for i in rows],
+            tokens={k: [v[i] for i in rows] for k, v in self.tokens.items()},
+            seconds=[self.seconds[i] for i in rows],
+            conversations=[self.conversations[i] for i in rows],
+        )
 
     def mean_recall(self, k: int, category: int | None = None) -> float:
         """Mean recall@k in percent (over one category, or all questions)."""
@@ -339,6 +355,17 @@ class LocomoResult:
     full_tokens: float
     load_seconds: float
     embed_p50_ms: float = float("nan")
+
+    def only(self, conversations: Iterable[int]) -> LocomoResult:
+        """The run restricted to some conversations (e.g. a tuning split and a held-out one)."""
+        keep = sorted(set(conversations))
+        variants = [v.only(keep) for v in self.variants]
+        return dataclasses.replace(
+            self,
+            variants=variants,
+            conversations=len(keep),
+            questions=len(variants[0].categories) if variants else 0,
+        )
 
     def table(self) -> str:
         """Recall per category and overall (@5 / @10 / @25), tokens at k, latency."""
@@ -531,7 +558,7 @@ def run_locomo_bench(
         probe = [q.text for c in samples for q in c.questions][:200]
         embed_seconds = time_calls(embeddings.embed_query, probe)
         for (name, _, search), result in zip(searchers, results, strict=True):
-            for conv in samples:
+            for n, conv in enumerate(samples):
                 namespace = ("locomo", conv.sample_id)
                 search(namespace, "warm-up query", max(KS))  # builds per-namespace indexes
                 for question in conv.questions:
@@ -540,6 +567,7 @@ def run_locomo_bench(
                     result.seconds.append(time.perf_counter() - t0)
                     ids = [v.get("metadata", {}).get("dia_id") for v in values]
                     result.categories.append(question.category)
+                    result.conversations.append(n)
                     for k in KS:
                         top = set(ids[:k])
                         found = sum(1 for e in question.evidence if e in top)
