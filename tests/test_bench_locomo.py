@@ -140,6 +140,9 @@ def test_turn_value_is_a_memory_record_with_context_and_date(data: Path) -> None
     assert record.metadata["dia_id"] == "D1:2"
     assert record.created_at.year == 2023
     assert (record.created_at.month, record.created_at.day, record.created_at.hour) == (5, 8, 13)
+    # each sentence of three words or more is embedded alone too (short ones such as "Busy!" are not)
+    assert record.metadata["part_1"] == "I adopted a puppy named Biscuit."
+    assert "part_2" not in record.metadata
     # the first turn of a session has no context from the session before
     first = turn_value(conv.turns[4], conv.turns[3], conv.turns[5])["metadata"]
     assert "context" not in first
@@ -206,6 +209,14 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     assert hybrid.recall[25] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
     # the same recipe over QdrantStore and InMemoryStore
     assert result.variants[3].recall == hybrid.recall
+
+    # the split by conversation: each question once, in its own half
+    first, second = result.only([0]), result.only([1])
+    assert first.questions + second.questions == result.questions
+    assert first.conversations == second.conversations == 1
+    for k in KS:
+        assert sorted(first.variants[0].recall[k] + second.variants[0].recall[k]) == sorted(lexical.recall[k])
+    assert "1 multi-hop" in first.table()
 
     table = result.table()
     assert "InMemoryStore + HybridRetriever (recipe)" in table

@@ -71,3 +71,15 @@ def test_index_is_thread_safe() -> None:
         t.join()
     assert len(index) == 800
     assert len(index.search("tea", limit=1000)) == 800
+
+
+def test_doc_freq_counts_the_documents_holding_a_term() -> None:
+    index = BM25Index()
+    index.add("a", "Caroline went hiking")
+    index.add("b", "Caroline paints")
+    index.add("c", "Melanie paints and hikes")
+    caroline, paint = (index.encoder.encode_query(w).indices[0] for w in ("Caroline", "painting"))
+    assert (index.doc_freq(caroline), index.doc_freq(paint)) == (2, 2)
+    index.remove("b")
+    assert (index.doc_freq(caroline), index.doc_freq(paint)) == (1, 1)
+    assert index.doc_freq(12345) == 0

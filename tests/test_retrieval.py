@@ -205,6 +205,12 @@ def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
         ({"background_df": 0.0}, "background_df"),
         ({"neighbour_weight": 0.5}, "neighbours_field"),
         ({"neighbour_weight": -1.0, "neighbours_field": "n"}, "neighbour_weight"),
+        ({"group_weight": 0.5}, "group_field"),
+        ({"group_weight": -0.5, "group_field": "g"}, "group_weight"),
+        ({"group_top": 0}, "group_top"),
+        ({"mention_weight": 1.0}, "mention_field"),
+        ({"date_weight": -1.0}, "date_weight"),
+        ({"date_after_days": -3.0}, "date_after_days"),
     ],
 )
 def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> None:
@@ -304,3 +310,86 @@ def test_a_pool_without_spread_still_lifts_its_members() -> None:
     spread = _standardise({"a": 2.0, "b": 1.0}, ["a", "b", "c"])
     assert spread["a"] > spread["b"] == spread["c"]
     assert _standardise({}, ["a"]) == {"a": 0.0}
+
+
+def lifted_ranking(config: RetrievalConfig, docs: dict[str, dict[str, Any]], query: str) -> list[str]:
+    retriever = HybridRetriever(memory_store(), config)
+    for key, value in docs.items():
+        retriever.put(NS, key, value)
+    return [h.key for h in retriever.search(NS, query, limit=len(docs))]
+
+
+def test_a_memory_from_the_person_the_query_names_is_lifted() -> None:
+    docs = {
+        "ann": {
+            "content": "I adopted a puppy from the shelter last week",
+            "metadata": {"speaker": "Ann Lee"},
+        },
+        "bob": {"content": "I adopted a puppy", "metadata": {"speaker": "Bob"}},
+        "tax": {"content": "The tax deadline is in April", "metadata": {"speaker": "Bob"}},
+    }
+    query = "When did Ann adopt a puppy?"
+    plain = lifted_ranking(RetrievalConfig(), docs, query)
+    lifted = lifted_ranking(
+        RetrievalConfig(mention_field="metadata.speaker", mention_weight=2.0), docs, query
+    )
+    assert plain[0] == "bob"  # the same words in a shorter text: BM25 prefers it
+    assert lifted[0] == "ann"
+    named_bob = lifted_ranking(
+        RetrievalConfig(mention_field="metadata.speaker", mention_weight=2.0),
+        docs,
+        "When did bob adopt a puppy?",
+    )
+    assert named_bob[0] == "bob"  # case and possessives do not matter: BM25's tokens are compared
+
+
+def test_a_match_among_other_matches_of_its_group_is_lifted() -> None:
+    docs = {
+        "lone": {"content": "we went hiking in the alps", "metadata": {"session": "s1"}},
+        "mid": {"content": "we went hiking in the alps", "metadata": {"session": "s2"}},
+        "near": {"content": "hiking the alps in june", "metadata": {"session": "s2"}},
+        **{
+            f"x{i}": {"content": f"grocery list item {i}", "metadata": {"session": f"s{i + 3}"}}
+            for i in range(8)
+        },
+    }
+    query = "hiking in the alps"
+    plain = lifted_ranking(RetrievalConfig(), docs, query)
+    lifted = lifted_ranking(RetrievalConfig(group_field="metadata.session", group_weight=1.0), docs, query)
+    assert plain.index("lone") < plain.index("mid")  # the same text: a tie, broken by key
+    assert lifted.index("mid") < lifted.index("lone")  # "near" backs "mid" up
+
+
+def test_a_memory_from_the_period_the_query_names_is_lifted() -> None:
+    def note(text: str, when: str) -> dict[str, Any]:
+        return {"content": text, "created_at": when}
+
+    docs = {
+        "march": note("Visited the museum with my sister", "2023-03-02T10:00:00+00:00"),
+        "may": note("Visited the museum with my sister again", "2023-05-20T10:00:00+00:00"),
+        "june": note("Visited the museum with my sister once more", "2023-06-02T10:00:00+00:00"),
+    }
+    query = "Which museum did she visit in May 2023?"
+    without = lifted_ranking(RetrievalConfig(), docs, query)
+    lifted = lifted_ranking(RetrievalConfig(date_weight=2.0, date_after_days=0), docs, query)
+    late = lifted_ranking(RetrievalConfig(date_weight=2.0, date_after_days=30), docs, query)
+    assert without[0] == "march"  # fewest words: BM25's best
+    assert lifted[0] == "may"
+    assert lifted[1] == "march"  # June is after May's end
+    assert set(late[:2]) == {"may", "june"}  # told within 30 days of the month's end
+    assert lifted_ranking(RetrievalConfig(date_weight=2.0), docs, "Which museum did she visit?") == without
+
+
+def test_query_period_reads_days_and_months() -> None:
+    from langmem_plugin.services.retrieval import query_period
+
+    def iso(query: str) -> list[str] | None:
+        period = query_period(query)
+        return None if period is None else [d.date().isoformat() for d in period]
+
+    assert iso("what happened on 7 May 2023") == ["2023-05-07", "2023-05-08"]
+    assert iso("what happened on May 7th, 2023") == ["2023-05-07", "2023-05-08"]
+    assert iso("plans for Dec 2023") == ["2023-12-01", "2024-01-01"]
+    assert iso("in the first week of June of 2022") == ["2022-06-01", "2022-07-01"]
+    assert iso("on February 30, 2023") is None
+    assert iso("may I ask something") is None
