@@ -16,12 +16,22 @@ turns (``"D3:7"``) that hold its answer. This benchmark:
    whole conversation as plain text;
 4. times each query end to end, the query's embedding included.
 
-What each memory holds: ``content`` is ``"Speaker: text"`` (plus ``[shares
-<caption>]`` for a shared photo — the caption LoCoMo provides, not its search
-query), ``metadata`` has the session date, the turn id and ``context``: the
-turn before it in the same session. The dense index embeds ``content`` only;
-the hybrid retriever's BM25 indexes date, context and content, and lifts a
-turn next to a strong match (``metadata.neighbours``; :data:`LOCOMO_RETRIEVAL`).
+What each memory holds — only what a memory system has when the turn is
+written: ``content`` is ``"Speaker: text"`` (plus ``[shares <caption>]`` for a
+shared photo — the caption LoCoMo provides, not the search query its authors
+used to find the photo), ``created_at`` the session's date, ``metadata`` the
+session date, the speaker, the turn id, ``context`` (the turn before it in the
+same session), ``neighbours`` (the ids of the turns around it) and ``part_1``,
+``part_2``, ... (its sentences and caption, :func:`sentences`). Nothing comes
+from LoCoMo's annotations (summaries, observations, evidence) or its questions.
+
+The dense index embeds ``content`` and each part (a turn scores its best
+vector, :data:`EMBEDDED_FIELDS`); the hybrid retriever's BM25 indexes date,
+context and content, and the fused score is lifted for a turn next to a strong
+match, in a session with other strong matches, spoken by the person the
+question names, or dated in the period the question names
+(:data:`LOCOMO_RETRIEVAL`). Its weights were tuned on conversations 0-4; report
+5-9 apart (:meth:`LocomoResult.only`) to see what tuning bought.
 
 Every variant shares one embedder instance, and a document text is embedded once
 per run (the stores ask for the same texts); queries are embedded on every search.

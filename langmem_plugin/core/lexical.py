@@ -145,7 +145,8 @@ class BM25Index:
         terms = self.encoder.encode_query(query).indices
         with self._lock:
             total = len(self._docs)
-            result: dict[Hashable, float] = defaultdict(float)
+            result: dict[Hashable, float] = {}
+            get = result.get
             for term in terms:
                 posting = self._postings.get(term)
                 if not posting:
@@ -154,8 +155,8 @@ class BM25Index:
                 idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
                 for key, weight in posting.items():
                     if allowed is None or key in allowed:
-                        result[key] += idf * weight
-        return dict(result)
+                        result[key] = get(key, 0.0) + idf * weight
+        return result
 
     def search(
         self, query: str, *, limit: int = 10, keys: Iterable[Hashable] | None = None

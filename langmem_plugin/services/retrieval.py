@@ -33,6 +33,21 @@ participants' names; they carry no information there (BM25 already weighs them
 near zero) but dominate a small embedder's vector, so every turn that mentions
 the name outranks the turn that answers the question.
 
+Then, optionally, the fused score is *lifted* by what the items' values say
+(each lift off by default, each in standard-deviation units of the fused score):
+
+- a candidate next to a strong match (``neighbours_field``: the turn answering
+  a question shares no word with it, the question does);
+- a candidate whose group (``group_field``: a session, a document) holds other
+  strong matches;
+- a candidate from or about someone the query names (``mention_field``: the
+  speaker, compared as BM25 tokens);
+- a candidate dated in the day or month the query names (``date_weight``;
+  :func:`query_period`), or up to ``date_after_days`` after it.
+
+The features these read are taken once per item when it is indexed, so a lift
+costs a dictionary lookup per candidate.
+
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.testing import FakeEmbeddings
 >>> store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
@@ -50,6 +65,7 @@ import contextlib
 import functools
 import heapq
 import math
+import operator
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -473,7 +489,9 @@ class HybridRetriever:
             verified[doc] = item
             dense[doc] = float(item.score) if item.score is not None else 0.0
             if lexical is not None:
-                self._refresh(lexical, doc, item)  # updated behind our back: index the text it has now
+                cached = lexical.items.get(doc)
+                if cached is None or cached.value != item.value:
+                    self._refresh(lexical, doc, item)  # updated behind our back: index the text it has now
 
         allowed: set[_DocKey] | None = None
         if mode != "dense" and lexical is not None and filter:
@@ -521,7 +539,9 @@ class HybridRetriever:
         if self.config.mode == "dense" or lexical is None:
             return {}
         scored = lexical.index.scores(query, keys=allowed)
-        ranked = heapq.nlargest(candidates, scored.items(), key=lambda kv: kv[1])
+        if len(scored) <= candidates:
+            return cast(dict[_DocKey, float], scored)
+        ranked = heapq.nlargest(candidates, scored.items(), key=operator.itemgetter(1))
         return {cast(_DocKey, doc): score for doc, score in ranked}
 
     def _fuse(
