@@ -23,7 +23,7 @@ from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock, validate_namespace
 from langmem_plugin.stores._transfer import StoredItem
-from langmem_plugin.stores.qdrant._edge import EdgeEngine
+from langmem_plugin.stores.qdrant._edge import OPTIMIZE_EVERY, EdgeEngine
 from langmem_plugin.stores.qdrant._plan import (
     Call,
     EmbedDocuments,
@@ -173,6 +173,10 @@ class QdrantStore(BaseStore):
         filter_indexes: payload indexes for value keys you filter on, e.g. ``{"kind": "keyword",
             "priority": "integer"}`` (dot paths allowed): filtered searches then stay fast at scale.
             Filters work on every key without them.
+        optimize_every: embedded only: build the HNSW index over new points once this many were
+            written since the last build (default 10,000): the write that crosses it pauses for
+            the build (seconds, see :meth:`optimize`). None: only when :meth:`optimize` is called;
+            until then searches scan the un-indexed points exactly.
     """
 
     supports_ttl = True
@@ -193,6 +197,7 @@ class QdrantStore(BaseStore):
         clock: Clock | None = None,
         durable: bool = False,
         filter_indexes: Mapping[str, FilterIndexType] | None = None,
+        optimize_every: int | None = OPTIMIZE_EVERY,
     ) -> None:
         given = [
             name
@@ -236,8 +241,23 @@ class QdrantStore(BaseStore):
         self._clock: Clock = clock or utc_clock
         self._engine: Engine
         indexes = filter_index_fields(filter_indexes)
+        if optimize_every is not None and (
+            isinstance(optimize_every, bool) or not isinstance(optimize_every, int) or optimize_every < 1
+        ):
+            raise ConfigurationError(
+                f"optimize_every must be a positive number of points or None, got {optimize_every!r}. "
+                "Fix: optimize_every=10_000 (the default), or None to build indexes only in optimize()."
+            )
         if path:
-            self._engine = EdgeEngine(Path(path), dims=dims, durable=durable, filter_indexes=indexes)
+            self._engine = EdgeEngine(
+                Path(path),
+                dims=dims,
+                durable=durable,
+                filter_indexes=indexes,
+                fields=fields,
+                lexical_fields=lexical_fields,
+                optimize_every=optimize_every,
+            )
         else:
             owns = client is None
             if url:  # no version check in the constructor (a thread doing I/O): setup() checks it
@@ -424,17 +444,26 @@ class QdrantStore(BaseStore):
             self._sweeper.stop()
 
     def optimize(self) -> bool:
-        """Embedded engine: run Qdrant's segment optimizers now (HNSW graphs, merged segments).
+        """Embedded engine: build the HNSW index over the points written since the last build, now.
 
-        Without it, searches are exact over the namespace's points (measured
-        here: ≈ 3 ms at 10k items, tens of ms at 100k on a loaded machine). It
-        blocks the whole process while it runs (minutes at 100k points), so
-        call it at a quiet moment and measure: at 10k points it did not make
-        namespace-filtered search faster here. A server optimizes on its own:
-        a no-op there. Returns whether anything changed.
+        The store does this on its own every ``optimize_every`` points (see the
+        constructor), so the un-indexed part stays small; calling it yourself
+        after a bulk load (or at a quiet moment) indexes the rest too, down to
+        the last thousand points, which searches scan exactly. It holds the
+        GIL while it runs: measured on a loaded 2-core machine, ≈ 2 s per 10k
+        new points, and 3 to 7 s per 20k merged into a 100k index. A server
+        optimizes on its own: a no-op there. Returns whether anything changed.
         """
         self.setup()
         return self._engine.optimize()
+
+    @property
+    def optimize_seconds(self) -> float:
+        """Seconds this store has spent building indexes (automatically and in :meth:`optimize`).
+
+        Always 0.0 on a server, which builds its indexes in the background.
+        """
+        return self._engine.optimize_seconds if isinstance(self._engine, EdgeEngine) else 0.0
 
     def count(self) -> int:
         """How many items the store holds (expired, unswept ones included)."""
