@@ -88,6 +88,10 @@ _HNSW_M, _HNSW_EF_CONSTRUCT, _FULL_SCAN_KB = 16, 64, 10_000
 # A segment gets an HNSW graph above this many points (the optimizer's threshold is in KB of vectors).
 _INDEX_MIN_POINTS = 1_000
 
+# What reads use of a payload: not the namespace prefixes nor the indexed flag (filters only). Leaving
+# them out saves their conversion to Python: measured ≈ 0.25 ms of a 0.9 ms search returning 11 items.
+_READ = qe.PayloadSelector.Exclude(["ns_prefix", "indexed"])
+
 _MAX = qe.Expression.Max([qe.Expression.Variable("$score[0]"), qe.Expression.Variable("$score[1]")])
 _BEST_TEXT = qe.Formula(_MAX, defaults={"$score[0]": -2.0, "$score[1]": -2.0})
 
@@ -310,7 +314,7 @@ class EdgeEngine:
         if isinstance(call, Query):
             return self._query(shard, call)
         if isinstance(call, Retrieve):
-            records = shard.retrieve(list(call.ids), with_payload=True, with_vector=False)
+            records = shard.retrieve(list(call.ids), with_payload=_READ, with_vector=False)
             return [Hit(str(r.id), r.payload or {}) for r in records]
         if isinstance(call, Upsert):
             shard.update(qe.UpdateOperation.upsert_points([self._point(p) for p in call.points]))
@@ -331,7 +335,7 @@ class EdgeEngine:
                 offset=call.offset,
                 limit=call.limit,
                 filter=_filter(call.filter),
-                with_payload=call.with_payload,
+                with_payload=_READ if call.with_payload else False,
             )
             records, next_offset = shard.scroll(request)
             hits = [Hit(str(r.id), r.payload or {}) for r in records]
@@ -388,7 +392,7 @@ class EdgeEngine:
                 limit=call.limit,
                 query=qe.OrderBy(rank.key, qe.Direction.Desc),
                 filter=flt,
-                with_payload=True,
+                with_payload=_READ,
             )
             return [Hit(str(p.id), p.payload or {}) for p in shard.query(request)]
         if isinstance(rank, Nearest):
@@ -399,7 +403,7 @@ class EdgeEngine:
                     prefetches=parts,
                     query=_BEST_TEXT,
                     score_threshold=rank.score_threshold,
-                    with_payload=True,
+                    with_payload=_READ,
                 )
             else:
                 request = qe.QueryRequest(
@@ -407,7 +411,7 @@ class EdgeEngine:
                     query=self._one_search(rank),
                     filter=flt,
                     score_threshold=rank.score_threshold,
-                    with_payload=True,
+                    with_payload=_READ,
                 )
         else:
             assert isinstance(rank, Fused)
@@ -433,7 +437,7 @@ class EdgeEngine:
                 limit=call.limit,
                 prefetches=prefetches,
                 query=_fusion(rank),
-                with_payload=True,
+                with_payload=_READ,
             )
         return [Hit(str(p.id), p.payload or {}, float(p.score)) for p in shard.query(request)]
 
