@@ -598,3 +598,35 @@ def test_a_given_client_is_used_and_left_open() -> None:
     with QdrantStore(client=client, collection="mine") as again:
         assert again.get(("a",), "k") is not None
     client.close()
+
+
+def test_calls_during_the_full_optimize_wait_for_it_and_succeed(tmp_path: Path) -> None:
+    import threading
+
+    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=None) as store:
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(300)])
+        errors: list[BaseException] = []
+        counts: list[int] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            while not stop.is_set():
+                try:
+                    counts.append(len(store.search(("a",), query="item", limit=5)))
+                except BaseException as exc:  # collected for the assertion below
+                    errors.append(exc)
+                    return
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            for _ in range(3):
+                store.optimize()
+        finally:
+            stop.set()
+            thread.join()
+        assert errors == []
+        assert counts
+        assert set(counts) == {5}
+        store.put(("a",), "after", {"text": "item after"})
+        assert store.get(("a",), "after") is not None

@@ -22,7 +22,9 @@ The point layout (one Qdrant point per item):
 - vectors: ``dense``, one vector per indexed text (a multivector compared with
   MaxSim, which for a single query vector is LangGraph's max pooling over the
   item's fields), and ``bm25``, the item's texts as a BM25 sparse vector whose
-  IDF the engine applies.
+  IDF the engine applies. The plan always speaks of one ``dense`` list of
+  vectors; the embedded engine stores an item with one text as a plain vector
+  and one with several as a multivector (``_edge``), which ranks the same.
 """
 
 from __future__ import annotations
