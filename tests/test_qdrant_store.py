@@ -630,3 +630,19 @@ def test_calls_during_the_full_optimize_wait_for_it_and_succeed(tmp_path: Path) 
         assert set(counts) == {5}
         store.put(("a",), "after", {"text": "item after"})
         assert store.get(("a",), "after") is not None
+
+
+def test_scores_stay_exact_cosines_once_the_index_is_built_and_quantized(tmp_path: Path) -> None:
+    embed = FakeEmbeddings(64)
+    texts = [f"note {i} about topic {i % 37}" for i in range(1200)]
+    with QdrantStore(tmp_path / "s", index=fake_index(["text"]), search={"mode": "dense"}) as store:
+        store.batch([PutOp(("n",), f"k{i}", {"text": t}) for i, t in enumerate(texts)])
+        store.optimize()  # HNSW over int8-quantized vectors: scores must still be exact
+        info = store._engine._require().info()  # type: ignore[union-attr]
+        assert info.indexed_vectors_count >= 1200
+        query = embed.embed_query("note about topic 5")
+        qn = sum(x * x for x in query) ** 0.5
+        for item in store.search(("n",), query="note about topic 5", limit=10):
+            v = embed.embed_documents([item.value["text"]])[0]
+            cosine = sum(x * y for x, y in zip(query, v, strict=True)) / (qn * sum(y * y for y in v) ** 0.5)
+            assert item.score == pytest.approx(cosine, abs=1e-5)

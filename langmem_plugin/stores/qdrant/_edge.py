@@ -140,6 +140,9 @@ class _ReadWriteLock:
 # slower (0.81 vs 0.67 ms for 11 hits, interleaved A/B), and an Include list no faster.
 _READ = True
 
+# Dense searches rescore with the original vectors: int8 alone left scores off by up to 0.005.
+_EXACT_SCORES = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True))
+
 _MAX = qe.Expression.Max([qe.Expression.Variable("$score[0]"), qe.Expression.Variable("$score[1]")])
 _BEST_TEXT = qe.Formula(_MAX, defaults={"$score[0]": -2.0, "$score[1]": -2.0})
 
@@ -433,8 +436,18 @@ class EdgeEngine:
             return None
         assert isinstance(n.vector, list)
         return [
-            qe.Prefetch(limit=limit, query=qe.Query.Nearest(n.vector[0], using=DENSE), filter=flt),
-            qe.Prefetch(limit=limit, query=qe.Query.Nearest(n.vector, using=DENSE_MULTI), filter=flt),
+            qe.Prefetch(
+                limit=limit,
+                query=qe.Query.Nearest(n.vector[0], using=DENSE),
+                filter=flt,
+                params=_EXACT_SCORES,
+            ),
+            qe.Prefetch(
+                limit=limit,
+                query=qe.Query.Nearest(n.vector, using=DENSE_MULTI),
+                filter=flt,
+                params=_EXACT_SCORES,
+            ),
         ]
 
     def _one_search(self, n: Nearest) -> Any:
@@ -474,6 +487,7 @@ class EdgeEngine:
                     filter=flt,
                     score_threshold=rank.score_threshold,
                     with_payload=_READ,
+                    params=_EXACT_SCORES if rank.using != SPARSE else None,
                 )
         else:
             assert isinstance(rank, Fused)
@@ -493,6 +507,7 @@ class EdgeEngine:
                         query=self._one_search(n),
                         filter=flt,
                         score_threshold=n.score_threshold,
+                        params=_EXACT_SCORES if n.using != SPARSE else None,
                     )
                 prefetches.append(prefetch)
             request = qe.QueryRequest(
