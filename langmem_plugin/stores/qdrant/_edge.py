@@ -21,15 +21,16 @@ Format-1 stores (one multivector ``dense``) are still read and written as they a
 HNSW: Edge builds indexes only when asked (``optimize``), holding the GIL, so
 the engine asks in bounded steps: once ``optimize_every`` points were written
 since the last build (default 10,000), the next write runs Edge's optimizers
-with segments capped at 20,000 points, so each step indexes the new points and
-merges only segments under that cap: a pause bounded by the build of 20,000
-points (measured here, with this store's payload indexes and BM25 vectors, on a
-loaded 2-core machine: 4 s for 10k, 9 s for a merge to 20k), never a rebuild
-of the whole store; uncapped, the merges grew with the store (11 s at 30k).
+with segments capped at 20,000 points, so a step indexes the new points and
+merges nothing bigger than the cap: a pause bounded by that (measured here
+loading 100k items on a loaded 2-core machine: ten builds of 2.0 to 5.6 s,
+each leaving its points as a segment of their own), never a rebuild of the
+whole store; uncapped, the merges grew with the store (4, 9, 11 s at 10k,
+20k, 30k). Searching many segments costs more (raw engine at 100k: 0.6 ms
+over one segment, 1.0 ms over three, 1.5 ms over five, 1.8 ms over eight), so
 :meth:`EdgeEngine.optimize` (the store's ``optimize()``) is the full
 compaction: it reopens the shard with the cap lifted and merges everything
-into one indexed segment, the fastest to search (raw engine at 100k: 0.6 ms
-against 1.0 ms over three segments, 1.5 ms over five, 1.8 ms over eight).
+into one indexed segment (26 to 31 s at 100k items here).
 
 Edge is synchronous; the async path runs each call in the default executor.
 """
