@@ -160,8 +160,13 @@ def to_us(moment: datetime) -> int:
 
 
 def from_us(micros: int) -> datetime:
-    """The aware UTC datetime of :func:`to_us` (exact)."""
-    return _EPOCH + timedelta(microseconds=int(micros))
+    """The aware UTC datetime of :func:`to_us` (exact; cached: items written together share theirs)."""
+    return _from_us(int(micros))
+
+
+@functools.lru_cache(maxsize=4096)
+def _from_us(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 FilterIndexType = Literal["keyword", "integer", "float"]
