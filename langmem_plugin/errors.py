@@ -10,6 +10,7 @@ The tree::
     ├── BlockingCallError (RuntimeError)      a synchronous call that would block (deadlock) an event loop
     ├── ConfigurationError (ValueError)       the package was configured wrongly
     │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing from the config
+    │   ├── StoreConfigMismatchError          a store reopened with another config than it was written with
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
     ├── InvalidNamespaceError (langgraph.store.base.InvalidNamespaceError, a ValueError)
     ├── InvalidRecordError (ValueError)       a memory record field is invalid
@@ -42,6 +43,7 @@ __all__ = [
     "MissingDependencyError",
     "OfflineResourceError",
     "ScopeError",
+    "StoreConfigMismatchError",
     "StoreError",
     "StoreLockedError",
     "UnknownEmbeddingsError",
@@ -73,6 +75,13 @@ class ScopeError(ConfigurationError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class StoreConfigMismatchError(ConfigurationError):
+    """A durable store was reopened with a config that changes what it stores (dims, fields, ...).
+
+    The message names the value the store was written with, the value given now, and the fix.
+    """
 
 
 class UnknownEmbeddingsError(ConfigurationError):

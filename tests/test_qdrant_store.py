@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from langmem_plugin.errors import (
     InvalidFilterError,
     InvalidNamespaceError,
     InvalidValueError,
+    StoreConfigMismatchError,
     StoreError,
     StoreLockedError,
 )
@@ -77,7 +79,7 @@ def test_unknown_search_mode_is_a_configuration_error() -> None:
 def test_reopening_with_other_dims_is_a_configuration_error(tmp_path: Path) -> None:
     with QdrantStore(tmp_path / "s", index=fake_index()) as store:
         store.put(("a",), "k", {"text": "x"})
-    with pytest.raises(ConfigurationError, match="dims=64"):
+    with pytest.raises(StoreConfigMismatchError, match="dims=64"):
         QdrantStore(tmp_path / "s").setup()
     with QdrantStore(tmp_path / "s", index=fake_index()) as store:  # the failed open left it intact
         assert store.get(("a",), "k") is not None
@@ -409,10 +411,135 @@ def test_timestamps_are_exact_microseconds(tmp_path: Path) -> None:
     assert item.updated_at - moment == timedelta(0)
 
 
-def test_store_json_records_format_and_dims(tmp_path: Path) -> None:
-    with QdrantStore(tmp_path / "s", index=fake_index()) as store:
+def test_store_json_records_what_decides_what_is_stored(tmp_path: Path) -> None:
+    index = {**fake_index(["text", "tags[*]"]), "lexical_fields": ["text"]}
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
         store.put(("a",), "k", {"text": "x"})
-    assert json.loads((tmp_path / "s" / "store.json").read_text()) == {"format": 1, "dims": 64}
+    meta = json.loads((tmp_path / "s" / "store.json").read_text())
+    assert meta == {
+        "format": 2,
+        "dims": 64,
+        "fields": ["text", "tags[*]"],
+        "lexical_fields": ["text"],
+        "pending": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("reopen", "named"),
+    [
+        ({"fields": ["body"]}, "fields=['text', 'tags[*]'].*fields=['body']"),
+        ({"fields": None}, "fields=['text', 'tags[*]'].*fields=None"),
+        ({"lexical_fields": ["tags[*]"]}, "lexical_fields=['text'].*lexical_fields=['tags[*]']"),
+        ({"lexical_fields": None}, "lexical_fields=['text'].*lexical_fields=None"),
+    ],
+    ids=["other-fields", "no-fields", "other-lexical", "no-lexical"],
+)
+def test_reopening_with_another_index_config_names_both_values_and_the_fix(
+    tmp_path: Path, reopen: dict[str, Any], named: str
+) -> None:
+    index = {**fake_index(["text", "tags[*]"]), "lexical_fields": ["text"]}
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
+        store.put(("a",), "k", {"text": "x", "tags": ["y"]})
+    other = {key: value for key, value in {**index, **reopen}.items() if value is not None}
+    with pytest.raises(StoreConfigMismatchError, match=re.escape(named).replace(r"\.\*", ".*")) as caught:
+        QdrantStore(tmp_path / "s", index=other).setup()  # type: ignore[arg-type]
+    assert "export" in str(caught.value)
+    assert "open it with index" in str(caught.value)
+    assert isinstance(caught.value, ConfigurationError)
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]  # still intact
+        assert store.get(("a",), "k") is not None
+
+
+def test_a_format_1_store_is_still_read_and_written(tmp_path: Path) -> None:
+    """Stores written before the split dense layout (one MaxSim multivector per point) keep working."""
+    import qdrant_edge as qe
+
+    root = tmp_path / "s"
+    root.mkdir()
+    multivector = qe.EdgeVectorParams(
+        size=64,
+        distance=qe.Distance.Cosine,
+        multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+    )
+    config = qe.EdgeConfig(
+        vectors={"dense": multivector},
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+    )
+    shard = qe.EdgeShard.create(str(root / "shard"), config)
+    shard.update(qe.UpdateOperation.create_field_index("ns_prefix", qe.KeywordIndexParams(is_tenant=True)))
+    shard.update(qe.UpdateOperation.create_field_index("ns", qe.KeywordIndexParams()))
+    shard.flush()
+    shard.close()
+    (root / "store.json").write_text(json.dumps({"format": 1, "dims": 64}))
+    index = fake_index(["a", "b"])
+    with QdrantStore(root, index=index, search={"mode": "dense"}) as store:
+        store.put(("d",), "one", {"a": "green tea"})
+        store.put(("d",), "two", {"a": "tax forms", "b": "green tea leaves"})
+        keys = [i.key for i in store.search(("d",), query="green tea", limit=2)]
+        assert keys[0] == "one"
+        assert set(keys) == {"one", "two"}
+    meta = json.loads((root / "store.json").read_text())
+    assert meta["format"] == 1
+    assert meta["fields"] == ["a", "b"]
+    with QdrantStore(root, index=index) as store:
+        assert store.get(("d",), "two") is not None
+
+
+@pytest.mark.parametrize("multi_first", [False, True], ids=["single-then-multi", "multi-then-single"])
+def test_single_and_multi_text_items_are_scored_by_their_best_text(tmp_path: Path, multi_first: bool) -> None:
+    embed = FakeEmbeddings(64)
+    index = {"dims": 64, "embed": embed, "fields": ["a", "b"]}
+    items = {"single": {"a": "green tea"}, "multi": {"a": "tax forms", "b": "green tea leaves"}}
+    order = ["multi", "single"] if multi_first else ["single", "multi"]
+    with QdrantStore(tmp_path / "s", index=index, search={"mode": "dense"}) as store:  # type: ignore[arg-type]
+        store.put(("d",), order[0], items[order[0]])
+        if multi_first:  # a reopened store finds its multi-text items again
+            store.close()
+            store = QdrantStore(tmp_path / "s", index=index, search={"mode": "dense"})  # type: ignore[arg-type]
+        store.put(("d",), order[1], items[order[1]])
+        query = embed.embed_query("green tea leaves")
+
+        def cosine(text: str) -> float:
+            v = embed.embed_documents([text])[0]
+            return sum(x * y for x, y in zip(query, v, strict=True)) / (
+                sum(x * x for x in query) ** 0.5 * sum(y * y for y in v) ** 0.5
+            )
+
+        got = {i.key: i.score for i in store.search(("d",), query="green tea leaves")}
+        assert got["single"] == pytest.approx(cosine("green tea"), abs=1e-4)
+        assert got["multi"] == pytest.approx(max(cosine("tax forms"), cosine("green tea leaves")), abs=1e-4)
+        hybrid = store.with_search(mode="hybrid")
+        assert {i.key for i in hybrid.search(("d",), query="green tea leaves")} == {"single", "multi"}
+        strict = store.with_search(score_threshold=got["multi"] - 1e-3)
+        assert [i.key for i in strict.search(("d",), query="green tea leaves")] == ["multi"]
+        store.close()
+
+
+def test_indexes_are_built_every_optimize_every_points(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=50) as store:
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(40)])
+        assert store.optimize_seconds == 0.0
+        assert json.loads((tmp_path / "s" / "store.json").read_text())["pending"] == 0  # written at open
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(40, 60)])
+        built = store.optimize_seconds
+        assert built > 0.0
+        assert json.loads((tmp_path / "s" / "store.json").read_text())["pending"] == 0
+        store.put(("a",), "late", {"text": "item late"})
+        assert store.optimize_seconds == built
+        assert len(store.search(("a",), query="item 7", limit=100)) == 61
+    assert json.loads((tmp_path / "s" / "store.json").read_text())["pending"] == 1
+    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=None) as store:
+        store.batch([PutOp(("a",), f"n{i}", {"text": f"item {i}"}) for i in range(60)])
+        assert store.optimize_seconds == 0.0
+        store.optimize()
+        assert store.optimize_seconds > 0.0
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10"])
+def test_optimize_every_must_be_a_positive_count(bad: Any) -> None:
+    with pytest.raises(ConfigurationError, match="optimize_every"):
+        QdrantStore(location=":memory:", optimize_every=bad)
 
 
 # ---------------------------------------------------------------------- filter indexes
@@ -471,3 +598,51 @@ def test_a_given_client_is_used_and_left_open() -> None:
     with QdrantStore(client=client, collection="mine") as again:
         assert again.get(("a",), "k") is not None
     client.close()
+
+
+def test_calls_during_the_full_optimize_wait_for_it_and_succeed(tmp_path: Path) -> None:
+    import threading
+
+    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=None) as store:
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(300)])
+        errors: list[BaseException] = []
+        counts: list[int] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            while not stop.is_set():
+                try:
+                    counts.append(len(store.search(("a",), query="item", limit=5)))
+                except BaseException as exc:  # collected for the assertion below
+                    errors.append(exc)
+                    return
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            for _ in range(3):
+                store.optimize()
+        finally:
+            stop.set()
+            thread.join()
+        assert errors == []
+        assert counts
+        assert set(counts) == {5}
+        store.put(("a",), "after", {"text": "item after"})
+        assert store.get(("a",), "after") is not None
+
+
+def test_scores_stay_exact_cosines_once_the_index_is_built_and_quantized(tmp_path: Path) -> None:
+    embed = FakeEmbeddings(64)
+    texts = [f"note {i} about topic {i % 37}" for i in range(1200)]
+    with QdrantStore(tmp_path / "s", index=fake_index(["text"]), search={"mode": "dense"}) as store:
+        store.batch([PutOp(("n",), f"k{i}", {"text": t}) for i, t in enumerate(texts)])
+        store.optimize()  # HNSW over int8-quantized vectors: scores must still be exact
+        info = store._engine._require().info()  # type: ignore[union-attr]
+        assert info.indexed_vectors_count >= 1200
+        query = embed.embed_query("note about topic 5")
+        qn = sum(x * x for x in query) ** 0.5
+        for item in store.search(("n",), query="note about topic 5", limit=10):
+            v = embed.embed_documents([item.value["text"]])[0]
+            cosine = sum(x * y for x, y in zip(query, v, strict=True)) / (qn * sum(y * y for y in v) ** 0.5)
+            assert item.score == pytest.approx(cosine, abs=1e-5)

@@ -22,12 +22,15 @@ The point layout (one Qdrant point per item):
 - vectors: ``dense``, one vector per indexed text (a multivector compared with
   MaxSim, which for a single query vector is LangGraph's max pooling over the
   item's fields), and ``bm25``, the item's texts as a BM25 sparse vector whose
-  IDF the engine applies.
+  IDF the engine applies. The plan always speaks of one ``dense`` list of
+  vectors; the embedded engine stores an item with one text as a plain vector
+  and one with several as a multivector (``_edge``), which ranks the same.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import uuid
@@ -109,6 +112,7 @@ NEVER_US = 2**62
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ID_NAMESPACE = uuid.UUID("5b0c1d0e-7a53-4f4e-9a55-6c616e676d65")
+_ID_PREFIX = _ID_NAMESPACE.bytes
 _SAFE_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 SearchMode = Literal["hybrid", "dense", "lexical"]
@@ -120,10 +124,25 @@ Fusion = Literal["rrf", "dbsf"]
 def point_id(namespace: Sequence[str], key: str) -> str:
     """The point id of an item: a UUID derived from its namespace and key.
 
+    It is ``uuid5`` of the JSON ``[namespace, key]``, computed without building
+    ``uuid.UUID`` objects (a put's hot path; the namespace's JSON is cached).
+
     >>> point_id(("users", "u1"), "k1") == point_id(["users", "u1"], "k1")
     True
+    >>> point_id(("users", "u1"), "k1") == str(uuid.uuid5(_ID_NAMESPACE, '[["users", "u1"], "k1"]'))
+    True
     """
-    return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key], ensure_ascii=False)))
+    name = f"[{_ns_json(tuple(namespace))}, {json.dumps(key, ensure_ascii=False)}]"
+    digest = bytearray(hashlib.sha1(_ID_PREFIX + name.encode("utf-8")).digest()[:16])  # uuid5 is SHA-1
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _ns_json(namespace: tuple[str, ...]) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False)
 
 
 def ns_token(labels: Sequence[str]) -> str:
@@ -141,8 +160,13 @@ def to_us(moment: datetime) -> int:
 
 
 def from_us(micros: int) -> datetime:
-    """The aware UTC datetime of :func:`to_us` (exact)."""
-    return _EPOCH + timedelta(microseconds=int(micros))
+    """The aware UTC datetime of :func:`to_us` (exact; cached: items written together share theirs)."""
+    return _from_us(int(micros))
+
+
+@functools.lru_cache(maxsize=4096)
+def _from_us(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 FilterIndexType = Literal["keyword", "integer", "float"]
