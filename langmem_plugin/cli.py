@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     locomo.add_argument(
         "--variants",
         default=(
-            "qdrant,qdrant-rrf,qdrant-dbsf-plain,qdrant-lex-rrf,qdrant-dbsf,"
+            "qdrant,qdrant-fast,qdrant-rrf,qdrant-dbsf-plain,qdrant-lex-rrf,qdrant-dbsf,"
             "bm25,bm25-turns,dense,dense-clean,inmemory"
         ),
         help="comma-separated rows to run (default: all)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from langmem_plugin.bench.locomo import (
     CATEGORIES,
     KS,
+    LOCOMO_RETRIEVAL,
+    LOCOMO_RETRIEVAL_FAST,
     conversation_text,
     injected_text,
     load_locomo,
@@ -177,7 +180,7 @@ def test_bad_files_are_typed_errors(tmp_path: Path, content: str, needle: str) -
 def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     result = run_locomo_bench(
         data,
-        variants=("bm25-turns", "bm25", "inmemory", "qdrant", "dense-clean"),
+        variants=("bm25-turns", "bm25", "inmemory", "qdrant", "dense-clean", "qdrant-fast"),
         embeddings=FakeEmbeddings(64),
     )
     assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 11)
@@ -209,6 +212,11 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     assert hybrid.recall[25] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
     # the same recipe over QdrantStore and InMemoryStore
     assert result.variants[3].recall == hybrid.recall
+    # the fast recipe differs only in its candidates, which cover these small conversations
+    fast = result.variants[5]
+    assert fast.name == "QdrantStore + HybridRetriever (recipe, 30 candidates)"
+    assert fast.recall == hybrid.recall
+    assert LOCOMO_RETRIEVAL_FAST == replace(LOCOMO_RETRIEVAL, candidates=30) != LOCOMO_RETRIEVAL
 
     # the split by conversation: each question once, in its own half
     first, second = result.only([0]), result.only([1])
