@@ -460,6 +460,24 @@ class EdgeEngine:
             return qe.Query.Nearest(n.vector, using=DENSE)
         return qe.Query.Nearest(n.vector[0], using=DENSE)
 
+    def _ranking(self, n: Nearest, limit: int, flt: qe.Filter | None) -> dict[str, Any]:
+        """What a query or a prefetch needs to rank by ``n`` (the two take the same arguments)."""
+        parts = self._dense_parts(n, limit, flt)
+        if parts is not None:
+            return {
+                "limit": limit,
+                "prefetches": parts,
+                "query": _BEST_TEXT,
+                "score_threshold": n.score_threshold,
+            }
+        return {
+            "limit": limit,
+            "query": self._one_search(n),
+            "filter": flt,
+            "score_threshold": n.score_threshold,
+            "params": _EXACT_SCORES if n.using != SPARSE else None,
+        }
+
     def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
         flt = _filter(call.filter)
         rank = call.rank
@@ -472,45 +490,10 @@ class EdgeEngine:
             )
             return [Hit(str(p.id), p.payload or {}) for p in shard.query(request)]
         if isinstance(rank, Nearest):
-            parts = self._dense_parts(rank, call.limit, flt)
-            if parts is not None:
-                request = qe.QueryRequest(
-                    limit=call.limit,
-                    prefetches=parts,
-                    query=_BEST_TEXT,
-                    score_threshold=rank.score_threshold,
-                    with_payload=_READ,
-                )
-            else:
-                request = qe.QueryRequest(
-                    limit=call.limit,
-                    query=self._one_search(rank),
-                    filter=flt,
-                    score_threshold=rank.score_threshold,
-                    with_payload=_READ,
-                    params=_EXACT_SCORES if rank.using != SPARSE else None,
-                )
+            request = qe.QueryRequest(**self._ranking(rank, call.limit, flt), with_payload=_READ)
         else:
             assert isinstance(rank, Fused)
-            prefetches = []
-            for n in rank.parts:
-                parts = self._dense_parts(n, rank.prefetch_limit, flt)
-                if parts is not None:
-                    prefetch = qe.Prefetch(
-                        limit=rank.prefetch_limit,
-                        prefetches=parts,
-                        query=_BEST_TEXT,
-                        score_threshold=n.score_threshold,
-                    )
-                else:
-                    prefetch = qe.Prefetch(
-                        limit=rank.prefetch_limit,
-                        query=self._one_search(n),
-                        filter=flt,
-                        score_threshold=n.score_threshold,
-                        params=_EXACT_SCORES if n.using != SPARSE else None,
-                    )
-                prefetches.append(prefetch)
+            prefetches = [qe.Prefetch(**self._ranking(n, rank.prefetch_limit, flt)) for n in rank.parts]
             request = qe.QueryRequest(
                 limit=call.limit,
                 prefetches=prefetches,
