@@ -23,6 +23,7 @@ from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock, validate_namespace
 from langmem_plugin.stores._transfer import StoredItem
+from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS
 from langmem_plugin.stores.qdrant._edge import OPTIMIZE_EVERY, EdgeEngine
 from langmem_plugin.stores.qdrant._plan import (
     Call,
@@ -177,6 +178,10 @@ class QdrantStore(BaseStore):
             written since the last build (default 10,000): the write that crosses it pauses for
             a bounded build (seconds: at most 20,000 points are indexed or merged at once). None:
             only when :meth:`optimize` is called; until then searches scan un-indexed points exactly.
+        cache_items: embedded only: how many items to keep in process (most recently written or
+            read; default 100,000, ≈ 0.5 KiB each for short memories). Searches then take only ids
+            and scores from the engine, which halves a search's time in the engine; the store is
+            its directory's only writer, so the cache is always current. 0: no cache.
     """
 
     supports_ttl = True
@@ -198,6 +203,7 @@ class QdrantStore(BaseStore):
         durable: bool = False,
         filter_indexes: Mapping[str, FilterIndexType] | None = None,
         optimize_every: int | None = OPTIMIZE_EVERY,
+        cache_items: int = CACHE_ITEMS,
     ) -> None:
         given = [
             name
@@ -248,6 +254,11 @@ class QdrantStore(BaseStore):
                 f"optimize_every must be a positive number of points or None, got {optimize_every!r}. "
                 "Fix: optimize_every=10_000 (the default), or None to build indexes only in optimize()."
             )
+        if isinstance(cache_items, bool) or not isinstance(cache_items, int) or cache_items < 0:
+            raise ConfigurationError(
+                f"cache_items must be a number of items >= 0, got {cache_items!r}. "
+                "Fix: cache_items=100_000 (the default), or 0 to read every item from the engine."
+            )
         if path:
             self._engine = EdgeEngine(
                 Path(path),
@@ -257,6 +268,7 @@ class QdrantStore(BaseStore):
                 fields=fields,
                 lexical_fields=lexical_fields,
                 optimize_every=optimize_every,
+                cache_items=cache_items,
             )
         else:
             owns = client is None
