@@ -581,7 +581,7 @@ def test_bad_filter_index_specs_are_configuration_errors(spec: dict[str, Any]) -
 
 
 def test_an_unreachable_server_is_a_store_error_at_first_use_not_at_construction() -> None:
-    store = QdrantStore(url="http://127.0.0.1:9")  # nothing listens on the discard port
+    store = QdrantStore(url="http://127.0.0.1:9", retries=0)  # nothing listens on the discard port
     with pytest.raises(StoreError, match="could not set up the Qdrant collection"):
         store.get(("a",), "k")
     store.close()
