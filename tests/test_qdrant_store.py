@@ -736,12 +736,16 @@ def test_without_or_with_a_tiny_cache_the_answers_are_the_same(tmp_path: Path, c
     assert [k for k, _ in answers[0][0]] == ["k1"]
 
 
+def _payload(value: dict[str, Any]) -> dict[str, Any]:
+    return {"ns": '["u"]', "key": "k", "value": value, "created_us": 1, "updated_us": 2, "expires_us": 3}
+
+
 def test_a_read_that_raced_a_write_is_not_kept() -> None:
     from langmem_plugin.stores.qdrant._cache import PayloadCache, entry_of
 
     cache = PayloadCache(10)
-    old = entry_of("id", {"value": {"v": 1}, "key": "k", "ns": '["u"]'})
-    new = entry_of("id", {"value": {"v": 2}, "key": "k", "ns": '["u"]'})
+    old = entry_of("id", _payload({"v": 1}))
+    new = entry_of("id", _payload({"v": 2}))
     (missing,), generation = cache.lookup([1])
     assert missing is None
     cache.written([(1, new)])  # a write lands while the reader reads the old payload
@@ -762,7 +766,7 @@ def test_the_cache_keeps_the_most_recently_used() -> None:
     from langmem_plugin.stores.qdrant._cache import PayloadCache, entry_of
 
     cache = PayloadCache(2)
-    entry = entry_of("id", {"value": {}, "key": "k", "ns": "[]"})
+    entry = entry_of("id", _payload({}))
     cache.written([(1, entry), (2, entry)])
     cache.lookup([1])  # 1 is now the most recent
     cache.written([(3, entry)])
