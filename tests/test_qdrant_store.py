@@ -486,17 +486,72 @@ def test_a_format_1_store_is_still_read_and_written(tmp_path: Path) -> None:
         assert store.get(("d",), "two") is not None
 
 
+def test_a_format_1_server_collection_is_still_read_and_written() -> None:
+    """Collections created before the split layout (one MaxSim multivector ``dense``) keep working."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(location=":memory:")
+    multivector = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+    client.create_collection(
+        "langmem",
+        vectors_config={
+            "dense": models.VectorParams(
+                size=64, distance=models.Distance.COSINE, multivector_config=multivector
+            )
+        },
+        sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+    index = fake_index(["a", "b"])
+    with QdrantStore(client=client, index=index, search={"mode": "dense"}) as store:  # type: ignore[arg-type]
+        store.put(("d",), "one", {"a": "green tea"})
+        store.put(("d",), "two", {"a": "tax forms", "b": "green tea leaves"})
+        keys = [i.key for i in store.search(("d",), query="green tea", limit=2)]
+        assert keys[0] == "one"
+        assert set(keys) == {"one", "two"}
+        hybrid = store.with_search(mode="hybrid").search(("d",), query="green tea")
+        assert hybrid[0].key == "one"
+    points, _ = client.scroll("langmem", with_vectors=True)
+    assert {len(p.vector["dense"]) for p in points if isinstance(p.vector, dict)} == {1, 2}  # multivectors
+
+
+def test_a_new_server_collection_has_the_split_layout() -> None:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    with QdrantStore(client=client, index=fake_index(["a", "b"])) as store:
+        store.put(("d",), "one", {"a": "green tea"})
+        store.put(("d",), "two", {"a": "tax forms", "b": "green tea leaves"})
+    vectors = client.get_collection("langmem").config.params.vectors
+    assert isinstance(vectors, dict)
+    assert vectors["dense"].multivector_config is None
+    assert vectors["dense_multi"].multivector_config is not None
+    points, _ = client.scroll("langmem", with_vectors=True)
+    layout = {p.payload["key"]: sorted(p.vector) for p in points if p.payload and isinstance(p.vector, dict)}
+    assert layout == {"one": ["bm25", "dense"], "two": ["bm25", "dense_multi"]}
+
+
+@pytest.mark.parametrize("engine", ["embedded", "memory"])
 @pytest.mark.parametrize("multi_first", [False, True], ids=["single-then-multi", "multi-then-single"])
-def test_single_and_multi_text_items_are_scored_by_their_best_text(tmp_path: Path, multi_first: bool) -> None:
+def test_single_and_multi_text_items_are_scored_by_their_best_text(
+    tmp_path: Path, multi_first: bool, engine: str
+) -> None:
+    from qdrant_client import QdrantClient
+
     embed = FakeEmbeddings(64)
     index = {"dims": 64, "embed": embed, "fields": ["a", "b"]}
     items = {"single": {"a": "green tea"}, "multi": {"a": "tax forms", "b": "green tea leaves"}}
     order = ["multi", "single"] if multi_first else ["single", "multi"]
-    with QdrantStore(tmp_path / "s", index=index, search={"mode": "dense"}) as store:  # type: ignore[arg-type]
+    client = QdrantClient(location=":memory:")
+
+    def open_store() -> QdrantStore:
+        where: dict[str, Any] = {"path": tmp_path / "s"} if engine == "embedded" else {"client": client}
+        return QdrantStore(**where, index=index, search={"mode": "dense"})  # type: ignore[arg-type]
+
+    with open_store() as store:
         store.put(("d",), order[0], items[order[0]])
         if multi_first:  # a reopened store finds its multi-text items again
             store.close()
-            store = QdrantStore(tmp_path / "s", index=index, search={"mode": "dense"})  # type: ignore[arg-type]
+            store = open_store()
         store.put(("d",), order[1], items[order[1]])
         query = embed.embed_query("green tea leaves")
 

@@ -60,6 +60,7 @@ from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry
 from langmem_plugin.stores.qdrant._lock import PathLock
 from langmem_plugin.stores.qdrant._plan import (
     DENSE,
+    DENSE_MULTI,
     SPARSE,
     Delete,
     EngineCall,
@@ -86,9 +87,6 @@ __all__ = ["DENSE_MULTI", "FORMAT", "OPTIMIZE_EVERY", "EdgeEngine"]
 #: The on-disk format of ``store.json`` / the point layout (1: one multivector per point; 2: split).
 FORMAT = 2
 _READABLE = (1, 2)
-
-#: The multivector of items with several indexed texts (format 2).
-DENSE_MULTI = "dense_multi"
 
 #: Build the HNSW index once this many points were written since the last build.
 OPTIMIZE_EVERY = 10_000

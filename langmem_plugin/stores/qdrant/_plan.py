@@ -68,6 +68,7 @@ from langmem_plugin.stores._transfer import StoredItem
 
 __all__ = [
     "DENSE",
+    "DENSE_MULTI",
     "NEVER_US",
     "SPARSE",
     "Call",
@@ -105,6 +106,8 @@ __all__ = [
 ]
 
 DENSE = "dense"
+#: Format 2: the MaxSim multivector of items with several indexed texts (single-text items use ``DENSE``).
+DENSE_MULTI = "dense_multi"
 SPARSE = "bm25"
 
 #: ``expires_us`` of an item that never expires (far beyond any clock; exact as a float).

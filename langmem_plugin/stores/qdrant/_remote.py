@@ -12,6 +12,16 @@ Python — about a second per filtered search at 100k points — and ignores
 payload indexes and is not thread-safe (the engine serialises its calls); it is
 for experiments, not for load.
 
+The point layout is the embedded engine's format 2 for collections this
+version creates: an item with one indexed text has the plain vector ``dense``,
+an item with several the MaxSim multivector ``dense_multi``, and a dense query
+searches both and keeps the better score (a ``max`` formula), so the score is
+the best text's cosine, as in LangGraph's stores. Other clients may write to a
+server collection, so both are always searched (the embedded engine skips the
+multivector while it holds no multi-text item). A collection created by an
+earlier version (one MaxSim multivector ``dense`` per point, format 1) is
+recognised by its vector config and used as it is.
+
 Every call is idempotent (points are written and deleted by id, payloads set to
 values, reads are reads), so a call that fails in transport is retried
 (:class:`Retries`): a connection refused or dropped before an answer, a connect
@@ -41,6 +51,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from langmem_plugin.errors import ConfigurationError, LangMemPluginError, StoreError
 from langmem_plugin.stores.qdrant._plan import (
     DENSE,
+    DENSE_MULTI,
     SPARSE,
     Delete,
     EngineCall,
@@ -121,20 +132,16 @@ def _filter(f: Filter) -> models.Filter | None:
     return models.Filter(must=[_condition(c) for c in f.must]) if f.must else None
 
 
-def _query_vector(n: Nearest) -> Any:
-    if n.using == SPARSE:
-        assert not isinstance(n.vector, list)
-        return models.SparseVector(indices=list(n.vector.indices), values=list(n.vector.values))
-    return n.vector
+def _sparse_query(n: Nearest) -> models.SparseVector:
+    assert not isinstance(n.vector, list)
+    return models.SparseVector(indices=list(n.vector.indices), values=list(n.vector.values))
 
 
-def _point(p: PointData) -> models.PointStruct:
-    vector: dict[str, Any] = {}
-    if p.dense:
-        vector[DENSE] = p.dense
-    if p.sparse is not None:
-        vector[SPARSE] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
-    return models.PointStruct(id=p.id, vector=vector, payload=p.payload)
+# The better of a point's two dense scores (single-text vector, multi-text multivector); -2 when absent.
+_BEST_TEXT = models.FormulaQuery(
+    formula=models.MaxExpression(max=["$score[0]", "$score[1]"]),
+    defaults={"$score[0]": -2.0, "$score[1]": -2.0},
+)
 
 
 def _hits(response: models.QueryResponse, scored: bool) -> list[Hit]:
@@ -197,6 +204,8 @@ class ClientEngine:
         self.dims = dims
         self.owns = owns
         self.local = is_local(client)
+        #: The point layout (1: one multivector per point; 2: split), read from the collection on open.
+        self.format = 2
         self._open = False
         # Local mode is plain Python objects, not safe for concurrent use: one call at a time.
         self._serial: threading.Lock | contextlib.nullcontext[None] = (
@@ -257,8 +266,10 @@ class ClientEngine:
 
     def _create(self) -> None:
         vectors: dict[str, models.VectorParams] = {}
+        self.format = 2
         if self.dims is not None:
-            vectors[DENSE] = models.VectorParams(
+            vectors[DENSE] = models.VectorParams(size=self.dims, distance=models.Distance.COSINE)
+            vectors[DENSE_MULTI] = models.VectorParams(
                 size=self.dims,
                 distance=models.Distance.COSINE,
                 multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
@@ -289,6 +300,7 @@ class ClientEngine:
         vectors = info.config.params.vectors
         params = vectors.get(DENSE) if isinstance(vectors, dict) else None
         size = params.size if params is not None else None
+        self.format = 1 if params is not None and params.multivector_config is not None else 2
         if size != self.dims:
             raise ConfigurationError(
                 f"the Qdrant collection {self.collection!r} has dense dims={size!r} but the store is "
@@ -307,7 +319,7 @@ class ClientEngine:
                 lambda records: [Hit(str(r.id), r.payload or {}) for r in records],
             )
         if isinstance(call, Upsert):
-            kwargs = {"collection_name": name, "points": [_point(p) for p in call.points], "wait": True}
+            kwargs = {"collection_name": name, "points": [self._point(p) for p in call.points], "wait": True}
             return "upsert", kwargs, lambda _: None
         if isinstance(call, Delete):
             selector = models.PointIdsList(points=list(call.ids))
@@ -345,6 +357,37 @@ class ClientEngine:
             return "facet", kwargs, lambda response: [str(h.value) for h in response.hits]
         raise AssertionError(call)
 
+    def _point(self, p: PointData) -> models.PointStruct:
+        vector: dict[str, Any] = {}
+        if p.dense:
+            if self.format == 1:
+                vector[DENSE] = p.dense
+            elif len(p.dense) == 1:
+                vector[DENSE] = p.dense[0]
+            else:
+                vector[DENSE_MULTI] = p.dense
+        if p.sparse is not None:
+            vector[SPARSE] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
+        return models.PointStruct(id=p.id, vector=vector, payload=p.payload)
+
+    def _ranking(self, n: Nearest, limit: int, flt: models.Filter | None, filter_key: str) -> dict[str, Any]:
+        """What a query (``filter_key="query_filter"``) or a prefetch (``"filter"``) needs to rank by n."""
+        if n.using == SPARSE or self.format == 1:
+            query = _sparse_query(n) if n.using == SPARSE else n.vector
+            return {
+                "query": query,
+                "using": n.using,
+                filter_key: flt,
+                "limit": limit,
+                "score_threshold": n.score_threshold,
+            }
+        assert isinstance(n.vector, list)
+        parts = [
+            models.Prefetch(query=n.vector[0], using=DENSE, filter=flt, limit=limit),
+            models.Prefetch(query=n.vector, using=DENSE_MULTI, filter=flt, limit=limit),
+        ]
+        return {"prefetch": parts, "query": _BEST_TEXT, "limit": limit, "score_threshold": n.score_threshold}
+
     def _query(self, call: Query) -> Request:
         kwargs: dict[str, Any] = {
             "collection_name": self.collection,
@@ -359,23 +402,12 @@ class ClientEngine:
             kwargs.update(query=models.OrderByQuery(order_by=order), query_filter=flt)
             return "query_points", kwargs, lambda r: _hits(r, scored=False)
         if isinstance(rank, Nearest):
-            kwargs.update(
-                query=_query_vector(rank),
-                using=rank.using,
-                query_filter=flt,
-                score_threshold=rank.score_threshold,
-            )
+            kwargs.update(self._ranking(rank, call.limit, flt, "query_filter"))
         else:
             assert isinstance(rank, Fused)
             kwargs.update(
                 prefetch=[
-                    models.Prefetch(
-                        query=_query_vector(n),
-                        using=n.using,
-                        filter=flt,
-                        limit=rank.prefetch_limit,
-                        score_threshold=n.score_threshold,
-                    )
+                    models.Prefetch(**self._ranking(n, rank.prefetch_limit, flt, "filter"))
                     for n in rank.parts
                 ],
                 query=(
