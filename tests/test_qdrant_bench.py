@@ -20,6 +20,7 @@ def test_stores_bench_runs_and_prints_ratios() -> None:
     assert peer.hybrid is None  # InMemoryStore has no hybrid search
     # the embedded rows also time Qdrant Edge alone on the points the load wrote
     assert re.search(r"engine ceiling: [\d,]+ points/s", ours.note)
+    assert "after reopen (empty cache) vector p50" in ours.note
     table = result.table()
     assert "qdrant-embedded" in table
     assert "how many times faster" in table
