@@ -755,6 +755,24 @@ def test_a_reopened_store_reads_the_engine_once_then_the_cache(tmp_path: Path) -
         assert cache.misses == misses
 
 
+def test_searches_read_ids_only_once_the_cache_answers_most_lookups(tmp_path: Path) -> None:
+    index = fake_index(["text"])
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
+        store.batch([PutOp(("u",), f"k{i}", {"text": f"note {i}"}) for i in range(40)])
+        cache = _cache(store)
+        assert not cache.warm  # nothing looked up yet: payloads come with the ids
+        first = [(i.key, i.score) for i in store.search(("u",), query="note 3", limit=5)]
+        for _ in range(5):
+            store.search(("u",), query="note 3", limit=5)
+        assert cache.warm
+        assert [(i.key, i.score) for i in store.search(("u",), query="note 3", limit=5)] == first
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
+        cache = _cache(store)
+        assert [(i.key, i.score) for i in store.search(("u",), query="note 3", limit=5)] == first
+        assert not cache.warm  # every hit missed: the next search reads payloads in the query again
+        assert len(cache) >= 5  # what it read was kept
+
+
 @pytest.mark.parametrize("cache_items", [0, 3])
 def test_without_or_with_a_tiny_cache_the_answers_are_the_same(tmp_path: Path, cache_items: int) -> None:
     index = fake_index(["text"])

@@ -6,9 +6,11 @@ payloads and ≈ 0.8 ms with them (a LoCoMo top-50 over one conversation: 0.3 vs
 1.5 ms). The embedded store is the only writer of its directory (the path lock
 turns away any other opener, in this process or another), so a cache of the
 payloads in this process cannot go stale: every write goes through the engine,
-which updates the cache after the write has landed. Searches then ask the
-engine for ids and scores only and take the payloads from here; what is
-missing is read in one ``retrieve`` and kept.
+which updates the cache after the write has landed. Once most lookups find
+their point here (:attr:`PayloadCache.warm`), searches ask the engine for ids
+and scores only and take the payloads from here; what is missing is read in
+one ``retrieve`` and kept. While the cache is cold, searches read payloads
+with the ids, as without a cache, and fill it.
 
 A reader that read payloads from the engine keeps them only when no write
 landed while it read (a generation counter), so a slow read never puts back a
@@ -87,6 +89,9 @@ def entry_of(point_id: str, payload: Mapping[str, Any]) -> Entry:
 
 _KEPT = frozenset(Entry._fields) - {"id", "value_json"}
 
+# A search asks for ids only once this share of recent lookups hit; each lookup moves the average 20%.
+_WARM, _SMOOTHING = 0.5, 0.2
+
 
 class PayloadCache:
     """A bounded, thread-safe LRU map of point key → :class:`Entry` with a write generation.
@@ -103,6 +108,23 @@ class PayloadCache:
         #: Lookups answered here, and lookups that went to the engine (for benchmarks and tests).
         self.hits = 0
         self.misses = 0
+        self._recent = 0.0  # the share of recent lookups found here (a moving average)
+
+    @property
+    def generation(self) -> int:
+        """Take it before reading payloads from the engine; :meth:`fill` keeps them only if unchanged."""
+        return self._generation
+
+    @property
+    def warm(self) -> bool:
+        """Whether most recent lookups were found here.
+
+        While it is not (a store just reopened, a working set larger than the
+        cache), searches read payloads with the ids in one engine call, as
+        without a cache, and fill it from them: asking for ids first and
+        payloads second would cost more than either.
+        """
+        return self._recent >= _WARM
 
     @property
     def enabled(self) -> bool:
@@ -124,6 +146,8 @@ class PayloadCache:
             hit = sum(e is not None for e in found)
             self.hits += hit
             self.misses += len(found) - hit
+            if found:
+                self._recent += _SMOOTHING * (hit / len(found) - self._recent)
             return found, self._generation
 
     def fill(self, generation: int, entries: Iterable[tuple[int, Entry]]) -> None:

@@ -455,6 +455,16 @@ class EdgeEngine:
         self.cache.fill(generation, ((key, entry_of(h.id, h.payload)) for key, h in read.items()))
         return read
 
+    def _keep(self, hits: list[Hit], generation: int) -> None:
+        """Offer the cache what a query read with its payloads (and count which it already held)."""
+        keys = [uuid_key(h.id) for h in hits]
+        entries, _ = self.cache.lookup(keys)
+        fresh = [
+            (k, entry_of(h.id, h.payload)) for k, h, e in zip(keys, hits, entries, strict=True) if e is None
+        ]
+        if fresh:
+            self.cache.fill(generation, fresh)
+
     def _hydrate(self, shard: qe.EdgeShard, points: list[Any], *, scored: bool) -> list[Hit]:
         """Hits for points a query returned without payloads, in the query's order.
 
@@ -542,8 +552,9 @@ class EdgeEngine:
     def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
         flt = _filter(call.filter)
         rank = call.rank
-        cached = self.cache.enabled
-        read: Any = False if cached else _READ
+        ids_only = self.cache.enabled and self.cache.warm
+        generation = self.cache.generation  # before the engine reads any payload
+        read: Any = False if ids_only else _READ
         if isinstance(rank, OrderBy):
             request = qe.QueryRequest(
                 limit=call.limit,
@@ -564,9 +575,12 @@ class EdgeEngine:
             )
         points = shard.query(request)
         scored = not isinstance(rank, OrderBy)
-        if cached:
+        if ids_only:
             return self._hydrate(shard, points, scored=scored)
-        return [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in points]
+        hits = [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in points]
+        if self.cache.enabled:
+            self._keep(hits, generation)
+        return hits
 
     def _written(self, shard: qe.EdgeShard) -> None:
         if self.durable:
