@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from langmem_plugin.bench.stores import run_stores_bench
@@ -16,6 +18,8 @@ def test_stores_bench_runs_and_prints_ratios() -> None:
         assert measured
     assert peer.vector is not None
     assert peer.hybrid is None  # InMemoryStore has no hybrid search
+    # the embedded rows also time Qdrant Edge alone on the points the load wrote
+    assert re.search(r"engine ceiling: [\d,]+ points/s", ours.note)
     table = result.table()
     assert "qdrant-embedded" in table
     assert "how many times faster" in table

@@ -224,11 +224,18 @@ def _run(store: QdrantStore, clock: FakeClock, seed: int, batches: int) -> None:
         model.apply(ops, clock.now)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int) -> None:
+# The payload cache as it comes (every item fits), off, and tiny (most reads miss, entries are evicted).
+@pytest.mark.parametrize(("seed", "cache_items"), [(1, 100_000), (2, 0), (3, 5)])
+def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int, cache_items: int) -> None:
     clock = FakeClock()
     index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
-    with QdrantStore(tmp_path / "s", index=index, search={"mode": "dense"}, clock=clock) as store:  # type: ignore[arg-type]
+    with QdrantStore(
+        tmp_path / "s",
+        index=index,  # type: ignore[arg-type]
+        search={"mode": "dense"},
+        clock=clock,
+        cache_items=cache_items,
+    ) as store:
         _run(store, clock, seed, batches=700)
 
 

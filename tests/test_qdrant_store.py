@@ -581,7 +581,7 @@ def test_bad_filter_index_specs_are_configuration_errors(spec: dict[str, Any]) -
 
 
 def test_an_unreachable_server_is_a_store_error_at_first_use_not_at_construction() -> None:
-    store = QdrantStore(url="http://127.0.0.1:9")  # nothing listens on the discard port
+    store = QdrantStore(url="http://127.0.0.1:9", retries=0)  # nothing listens on the discard port
     with pytest.raises(StoreError, match="could not set up the Qdrant collection"):
         store.get(("a",), "k")
     store.close()
@@ -646,3 +646,135 @@ def test_scores_stay_exact_cosines_once_the_index_is_built_and_quantized(tmp_pat
             v = embed.embed_documents([item.value["text"]])[0]
             cosine = sum(x * y for x, y in zip(query, v, strict=True)) / (qn * sum(y * y for y in v) ** 0.5)
             assert item.score == pytest.approx(cosine, abs=1e-5)
+
+
+# ---------------------------------------------------------------------- the payload cache
+
+
+def _cache(store: QdrantStore) -> Any:
+    return store._engine.cache  # type: ignore[union-attr]
+
+
+def test_searches_and_gets_read_written_items_from_the_cache(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s", index=fake_index(["text"])) as store:  # type: ignore[arg-type]
+        for i in range(20):
+            store.put(("u",), f"k{i}", {"text": f"note {i} about tea", "n": i})
+        cache = _cache(store)
+        before = cache.misses
+        hits = store.search(("u",), query="tea", limit=5)
+        listed = store.search(("u",), filter={"n": {"$gte": 10}}, limit=50)
+        got = store.get(("u",), "k3")
+        assert len(hits) == 5
+        assert len(listed) == 10
+        assert got is not None
+        assert cache.misses == before
+        assert cache.hits >= 15
+
+
+def test_values_read_from_the_cache_are_fresh_copies(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s", index=fake_index(["text"])) as store:  # type: ignore[arg-type]
+        store.put(("u",), "k", {"text": "tea", "tags": ["a"]})
+        first = store.get(("u",), "k")
+        assert first is not None
+        first.value["tags"].append("changed by the caller")
+        first.value["text"] = "changed"
+        again = store.get(("u",), "k")
+        found = store.search(("u",), query="tea")
+        assert again is not None
+        assert again.value == {"text": "tea", "tags": ["a"]}
+        assert found[0].value == {"text": "tea", "tags": ["a"]}
+
+
+def test_a_reopened_store_reads_the_engine_once_then_the_cache(tmp_path: Path) -> None:
+    index = fake_index(["text"])
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
+        store.batch([PutOp(("u",), f"k{i}", {"text": f"note {i}", "n": i}) for i in range(30)])
+        expected = [(i.key, i.value, i.score) for i in store.search(("u",), query="note 7", limit=10)]
+    with QdrantStore(tmp_path / "s", index=index) as store:  # type: ignore[arg-type]
+        cache = _cache(store)
+        cold = [(i.key, i.value, i.score) for i in store.search(("u",), query="note 7", limit=10)]
+        misses = cache.misses
+        warm = [(i.key, i.value, i.score) for i in store.search(("u",), query="note 7", limit=10)]
+        assert cold == warm == expected
+        assert misses >= 10
+        assert cache.misses == misses
+
+
+@pytest.mark.parametrize("cache_items", [0, 3])
+def test_without_or_with_a_tiny_cache_the_answers_are_the_same(tmp_path: Path, cache_items: int) -> None:
+    index = fake_index(["text"])
+    clock = FakeClock()
+    answers = []
+    for size in (cache_items, 100_000):
+        with QdrantStore(
+            tmp_path / f"s{size}",
+            index=index,  # type: ignore[arg-type]
+            clock=clock,
+            ttl={"default_ttl": 10, "refresh_on_read": True},
+            cache_items=size,
+        ) as store:
+            store.batch(
+                [PutOp(("u",), f"k{i}", {"text": f"note {i}", "n": i % 3}, ttl=10) for i in range(12)]
+            )
+            store.delete(("u",), "k4")
+            store.put(("u",), "k5", {"text": "replaced", "n": 9})
+            clock.advance(seconds=300)
+            store.get(("u",), "k1")  # refreshes k1's TTL to ten minutes from now
+            clock.advance(seconds=400)  # the others expire, k1 does not
+            answers.append(
+                (
+                    [(i.key, i.value) for i in store.search(("u",), query="note", limit=20)],
+                    [(i.key, i.value) for i in store.search(("u",), limit=20)],
+                    store.get(("u",), "k1") is not None,
+                    store.get(("u",), "k2") is None,
+                )
+            )
+            clock.advance(seconds=-700)
+    assert answers[0] == answers[1]
+    assert answers[0][2]
+    assert answers[0][3]
+    assert [k for k, _ in answers[0][0]] == ["k1"]
+
+
+def _payload(value: dict[str, Any]) -> dict[str, Any]:
+    return {"ns": '["u"]', "key": "k", "value": value, "created_us": 1, "updated_us": 2, "expires_us": 3}
+
+
+def test_a_read_that_raced_a_write_is_not_kept() -> None:
+    from langmem_plugin.stores.qdrant._cache import PayloadCache, entry_of
+
+    cache = PayloadCache(10)
+    old = entry_of("id", _payload({"v": 1}))
+    new = entry_of("id", _payload({"v": 2}))
+    (missing,), generation = cache.lookup([1])
+    assert missing is None
+    cache.written([(1, new)])  # a write lands while the reader reads the old payload
+    cache.fill(generation, [(1, old)])
+    (held,), _ = cache.lookup([1])
+    assert held is not None
+    assert held.payload()["value"] == {"v": 2}
+    cache.dropped([1])
+    (gone,), generation = cache.lookup([1])
+    cache.fill(generation, [(1, old)])  # no write since: kept
+    (back,), _ = cache.lookup([1])
+    assert gone is None
+    assert back is not None
+    assert back.payload()["value"] == {"v": 1}
+
+
+def test_the_cache_keeps_the_most_recently_used() -> None:
+    from langmem_plugin.stores.qdrant._cache import PayloadCache, entry_of
+
+    cache = PayloadCache(2)
+    entry = entry_of("id", _payload({}))
+    cache.written([(1, entry), (2, entry)])
+    cache.lookup([1])  # 1 is now the most recent
+    cache.written([(3, entry)])
+    found, _ = cache.lookup([1, 2, 3])
+    assert [e is not None for e in found] == [True, False, True]
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
+def test_cache_items_must_be_a_count(bad: Any) -> None:
+    with pytest.raises(ConfigurationError, match="cache_items"):
+        QdrantStore(location=":memory:", cache_items=bad)

@@ -46,8 +46,9 @@ def test_validate_value_copies_and_limits() -> None:
         validate_value({"x": "y" * MAX_VALUE_BYTES})
     with pytest.raises(InvalidValueError, match="must be a dict"):
         validate_value([1])
-    with pytest.raises(InvalidValueError, match="keys must be strings"):
-        validate_value({"a": {1: 2}})
+    for non_str_keys in ({"a": {1: 2}}, {"a": ({True: 2},)}, {"1": "x", 1: "y"}, {"t": (1,), "n": {None: 1}}):
+        with pytest.raises(InvalidValueError, match="keys must be strings"):
+            validate_value(non_str_keys)
     with pytest.raises(InvalidValueError, match="JSON"):
         validate_value({"a": float("inf")})
     with pytest.raises(InvalidValueError, match="JSON"):

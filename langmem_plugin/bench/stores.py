@@ -28,7 +28,11 @@ p50/p95, vector search p50/p95 and its recall@10 against exact cosine
 neighbours (computed with numpy over the same vectors), hybrid search (dense +
 BM25, fused in the engine; QdrantStore only) p50/p95, reopen time (close, open,
 first get) and disk usage (allocated blocks), then ratios of each peer to the
-embedded QdrantStore. Peers that scan in Python are given a time budget per
+embedded QdrantStore. For the embedded rows the note also gives the engine's
+ceiling: the rate at which Qdrant Edge alone takes the same points (their
+``qdrant_edge.Point`` conversion and the update, into a fresh shard with the
+store's settings; nothing of the store's own work), measured on the first
+20,000 points the load wrote. Peers that scan in Python are given a time budget per
 metric rather than a fixed number of calls, and are skipped above
 ``slow_peer_max`` items. The peers come with ``pip install 'langmem-plugin[bench]'``.
 """
@@ -339,11 +343,64 @@ def _workdir(base: Path | None) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+_CEILING_POINTS = 20_000
+
+
+def _recording(store: Any) -> list[Any]:
+    """Record the points an embedded store upserts (the first :data:`_CEILING_POINTS`)."""
+    from langmem_plugin.stores.qdrant._plan import Upsert
+
+    engine = store._engine
+    recorded: list[Any] = []
+    execute = engine.execute
+
+    def record(call: Any) -> Any:
+        if isinstance(call, Upsert) and len(recorded) < _CEILING_POINTS:
+            recorded.extend(call.points)
+        return execute(call)
+
+    engine.execute = record
+    return recorded
+
+
+def _engine_ceiling(store: Any, points: list[Any], workdir: Path) -> tuple[float, float, float]:
+    """Points/s of Qdrant Edge alone on ``points``, and µs per point of conversion and of update."""
+    import qdrant_edge as qe
+
+    from langmem_plugin.stores.qdrant._edge import EdgeEngine
+
+    own = store._engine
+    engine = EdgeEngine(
+        workdir / "ceiling",
+        dims=own.dims,
+        filter_indexes=own.filter_indexes,
+        optimize_every=None,
+        cache_items=0,
+    )
+    engine.open()
+    shard = engine._shard
+    assert shard is not None
+    convert = update = 0.0
+    try:
+        for i in range(0, len(points), 500):
+            start = time.perf_counter()
+            batch = [engine._point(p) for p in points[i : i + 500]]
+            middle = time.perf_counter()
+            shard.update(qe.UpdateOperation.upsert_points(batch))
+            convert += middle - start
+            update += time.perf_counter() - middle
+    finally:
+        engine.close()
+    n = max(len(points), 1)
+    return n / (convert + update), convert / n * 1e6, update / n * 1e6
+
+
 def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> StoreRow:
     row = StoreRow(name)
     with _workdir(base) as workdir:
         peer = _open_peer(name, data, workdir)
         store = peer.store
+        recorded = _recording(store) if name in _EMBEDDED else []
         start = time.perf_counter()
         longest = 0.0  # the longest automatic build (one pause of a write)
         for i in range(0, len(data.puts), 500):
@@ -365,6 +422,11 @@ def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> Stor
                     f"; puts/s includes {during:.1f} s of automatic builds (longest {longest:.1f} s),"
                     f" without: {writes_only:,.0f}/s"
                 )
+            rate, convert_us, update_us = _engine_ceiling(store, recorded, workdir)
+            row.note += (
+                f"; engine ceiling: {rate:,.0f} points/s (Qdrant Edge alone: conversion {convert_us:.0f} µs"
+                f" + update {update_us:.0f} µs per point)"
+            )
         rng = random.Random(3)
         keys = [rng.choice(data.keys) for _ in range(200)]
         row.get_p50 = _timed(lambda k: store.get(TARGET, k), keys, budget_s)[0]

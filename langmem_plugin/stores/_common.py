@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -148,10 +149,6 @@ def validate_value(value: Any, *, max_bytes: int = MAX_VALUE_BYTES) -> dict[str,
             f"a store value must hold only JSON values (dict with str keys, list, str, finite number, "
             f"bool, None): {exc}. Fix: convert it first (e.g. datetime.isoformat())."
         ) from None
-    if _has_non_str_keys(value):
-        raise InvalidValueError(
-            f"a store value's object keys must be strings: {_short(value)}. Fix: convert the keys to str."
-        )
     size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise InvalidValueError(
@@ -159,6 +156,12 @@ def validate_value(value: Any, *, max_bytes: int = MAX_VALUE_BYTES) -> dict[str,
             "Fix: store large content in parts or outside the store."
         )
     copied: dict[str, Any] = json.loads(encoded)
+    # JSON turns non-string keys into strings, so a value with one differs from its copy (so does a
+    # value holding tuples, which become lists: only then is the slow walk needed).
+    if copied != value and _has_non_str_keys(value):
+        raise InvalidValueError(
+            f"a store value's object keys must be strings: {_short(value)}. Fix: convert the keys to str."
+        )
     return copied
 
 
@@ -417,10 +420,15 @@ def index_texts(value: Mapping[str, Any], fields: Sequence[str] | None) -> list[
     """
     texts: list[str] = []
     for field in fields or ["$"]:
-        for text in get_text_at_path(value, field):
+        plain = value.get(field) if _PLAIN_KEY.fullmatch(field) else None
+        for text in [plain] if isinstance(plain, str) else get_text_at_path(value, field):
             if text and text.strip():
                 texts.append(text)
     return texts
+
+
+# A field that is one key holding a string needs none of LangGraph's path parsing (a put's hot path).
+_PLAIN_KEY = re.compile(r"[^.\[\]$*]+")
 
 
 # --------------------------------------------------------------------------- TTL

@@ -11,18 +11,32 @@ qdrant-client's local mode (``location=":memory:"`` or ``path=``) scans in
 Python — about a second per filtered search at 100k points — and ignores
 payload indexes and is not thread-safe (the engine serialises its calls); it is
 for experiments, not for load.
+
+Every call is idempotent (points are written and deleted by id, payloads set to
+values, reads are reads), so a call that fails in transport is retried
+(:class:`Retries`): a connection refused or dropped before an answer, a connect
+timeout, or a server answering 429, 502, 503 or 504 (overloaded, or a proxy in
+front of a restarting node). A read timeout is not retried: the server may
+still be working on the request, and piling the same request on it would not
+help. Between attempts the engine waits with exponential backoff and jitter.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import random
 import re
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from langchain_core.runnables.config import run_in_executor
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from langmem_plugin.errors import ConfigurationError, LangMemPluginError, StoreError
 from langmem_plugin.stores.qdrant._plan import (
@@ -48,10 +62,44 @@ from langmem_plugin.stores.qdrant._plan import (
     Upsert,
 )
 
-__all__ = ["MIN_SERVER", "ClientEngine", "is_local"]
+__all__ = ["MIN_SERVER", "ClientEngine", "Retries", "is_local", "is_transient"]
 
 #: The oldest Qdrant server QdrantStore works with.
 MIN_SERVER = (1, 16)
+
+_RETRIED_STATUS = frozenset({429, 502, 503, 504})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failed call may succeed if made again: no answer in transport, or an overloaded server."""
+    if isinstance(exc, ResponseHandlingException):
+        exc = exc.source
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code in _RETRIED_STATUS
+    if isinstance(exc, httpx.TimeoutException):
+        return isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)  # the request never left
+    return isinstance(exc, httpx.TransportError | ConnectionError)
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How many times the remote engine makes a call again after a transient failure, and how it waits.
+
+    The wait before retry ``n`` (1, 2, ...) is ``backoff_s * 2 ** (n - 1)``, at most ``max_backoff_s``,
+    times a random factor in [0.5, 1) so that many clients do not retry in step.
+    """
+
+    retries: int = 2
+    backoff_s: float = 0.25
+    max_backoff_s: float = 4.0
+
+    def delay(self, retry: int) -> float:
+        wait = min(self.max_backoff_s, self.backoff_s * 2.0 ** (retry - 1))
+        return float(wait * (0.5 + random.random() / 2))
+
+    def again(self, exc: BaseException, retry: int) -> bool:
+        """Whether to make the call a ``retry``-th time after it failed with ``exc``."""
+        return retry <= self.retries and is_transient(exc)
 
 
 def is_local(client: QdrantClient) -> bool:
@@ -126,6 +174,8 @@ class ClientEngine:
         collection: the collection's name (created with the store's layout when missing).
         dims: the dense dimension (None: no dense vector).
         owns: close the clients on :meth:`close`.
+        filter_indexes: payload indexes for value keys.
+        retries: what to do when a call fails in transport (:class:`Retries`).
     """
 
     def __init__(
@@ -137,8 +187,10 @@ class ClientEngine:
         dims: int | None,
         owns: bool,
         filter_indexes: tuple[tuple[str, FilterIndexType], ...] = (),
+        retries: Retries | None = None,
     ) -> None:
         self.filter_indexes = filter_indexes
+        self.retries = retries or Retries()
         self.client = client
         self.aclient = aclient
         self.collection = collection
@@ -156,29 +208,43 @@ class ClientEngine:
         return self._open
 
     def open(self) -> None:
-        """Create the collection and its payload indexes when missing; check its layout when present."""
+        """Create the collection and its payload indexes when missing; check its layout when present.
+
+        A transient failure makes the whole set-up again (each step checks before it creates).
+        """
         if self._open:
             return
-        try:
-            if not self.local:
-                self._check_version()
-            exists = self.client.collection_exists(self.collection)
-            if exists:
-                self._check(self.client.get_collection(self.collection))
-            else:
-                self._create()
-            if not self.local:  # local mode ignores payload indexes (and warns)
-                existing = set(self.client.get_collection(self.collection).payload_schema)
-                for name, kind in self.filter_indexes:
-                    if name not in existing:
-                        self.client.create_payload_index(
-                            self.collection, name, field_schema=_FILTER_SCHEMAS[kind], wait=True
-                        )
-        except LangMemPluginError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"could not set up the Qdrant collection {self.collection!r}: {exc}") from exc
+        retry = 0
+        while True:
+            try:
+                self._set_up()
+                break
+            except LangMemPluginError:
+                raise
+            except Exception as exc:
+                retry += 1
+                if not self.retries.again(exc, retry):
+                    raise StoreError(
+                        f"could not set up the Qdrant collection {self.collection!r}: {exc}"
+                    ) from exc
+                time.sleep(self.retries.delay(retry))
         self._open = True
+
+    def _set_up(self) -> None:
+        if not self.local:
+            self._check_version()
+        exists = self.client.collection_exists(self.collection)
+        if exists:
+            self._check(self.client.get_collection(self.collection))
+        else:
+            self._create()
+        if not self.local:  # local mode ignores payload indexes (and warns)
+            existing = set(self.client.get_collection(self.collection).payload_schema)
+            for name, kind in self.filter_indexes:
+                if name not in existing:
+                    self.client.create_payload_index(
+                        self.collection, name, field_schema=_FILTER_SCHEMAS[kind], wait=True
+                    )
 
     def _check_version(self) -> None:
         version = self.client.info().version
@@ -321,25 +387,39 @@ class ClientEngine:
         return "query_points", kwargs, lambda r: _hits(r, scored=True)
 
     def execute(self, call: EngineCall) -> Any:
-        """Carry out one call with the sync client (the place qdrant-client's errors are translated)."""
+        """Carry out one call with the sync client, retrying transient failures."""
         method, kwargs, post = self._request(call)
-        try:
-            with self._serial:
-                result = getattr(self.client, method)(**kwargs)
-        except Exception as exc:
-            raise StoreError(f"Qdrant failed on {method} ({self.collection!r}): {exc}") from exc
-        return post(result)
+        retry = 0
+        while True:
+            try:
+                with self._serial:
+                    return post(getattr(self.client, method)(**kwargs))
+            except Exception as exc:
+                retry += 1
+                self._failed(method, exc, retry)
+                time.sleep(self.retries.delay(retry))
 
     async def aexecute(self, call: EngineCall) -> Any:
-        """Carry out one call with the async client, or the sync one in an executor."""
+        """Carry out one call with the async client (or the sync one in an executor), retrying alike."""
         if self.aclient is None:
             return await run_in_executor(None, self.execute, call)
         method, kwargs, post = self._request(call)
-        try:
-            result = await getattr(self.aclient, method)(**kwargs)
-        except Exception as exc:
-            raise StoreError(f"Qdrant failed on {method} ({self.collection!r}): {exc}") from exc
-        return post(result)
+        retry = 0
+        while True:
+            try:
+                return post(await getattr(self.aclient, method)(**kwargs))
+            except Exception as exc:
+                retry += 1
+                self._failed(method, exc, retry)
+                await asyncio.sleep(self.retries.delay(retry))
+
+    def _failed(self, method: str, exc: Exception, retry: int) -> None:
+        """Return if the call is to be made again, else raise (qdrant-client's errors are translated here)."""
+        if isinstance(exc, LangMemPluginError):
+            raise exc
+        if not self.retries.again(exc, retry):
+            tries = f" after {retry} attempts" if retry > 1 else ""
+            raise StoreError(f"Qdrant failed on {method} ({self.collection!r}){tries}: {exc}") from exc
 
     def count(self) -> int:
         """How many points the collection holds (expired ones included until swept)."""
