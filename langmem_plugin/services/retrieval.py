@@ -63,9 +63,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import functools
-import heapq
 import math
-import operator
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -208,7 +206,7 @@ class _Features:
     """What the lifts read from an item, taken once when it is indexed."""
 
     neighbours: tuple[_DocKey, ...]
-    group: str
+    group_key: tuple[Namespace, str] | None  # (namespace, group), None without a group
     mention: frozenset[int]
     created_at: datetime
 
@@ -261,15 +259,22 @@ def _standardise(scores: Mapping[_DocKey, float], keys: Iterable[_DocKey]) -> di
     A pool without spread (one match, or ties only) still says something: being in it.
     Its members get 1 and the rest 0, so a lone lexical match (a rare name) is lifted.
     """
+    order = list(keys)
+    return dict(zip(order, _zscores(scores, order), strict=True))
+
+
+def _zscores(scores: Mapping[_DocKey, float], keys: Sequence[_DocKey]) -> list[float]:
+    """:func:`_standardise` as a list in the order of ``keys`` (what the fusion's loop reads)."""
     if not scores:
-        return dict.fromkeys(keys, 0.0)
+        return [0.0] * len(keys)
     values = list(scores.values())
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    floor = min(values)
     if std <= 1e-12:
-        return {k: 1.0 if k in scores else 0.0 for k in keys}
-    return {k: (scores.get(k, floor) - mean) / std for k in keys}
+        return [1.0 if k in scores else 0.0 for k in keys]
+    floor = min(values)
+    get = scores.get
+    return [(get(k, floor) - mean) / std for k in keys]
 
 
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
@@ -538,11 +543,7 @@ class HybridRetriever:
     ) -> dict[_DocKey, float]:
         if self.config.mode == "dense" or lexical is None:
             return {}
-        scored = lexical.index.scores(query, keys=allowed)
-        if len(scored) <= candidates:
-            return cast(dict[_DocKey, float], scored)
-        ranked = heapq.nlargest(candidates, scored.items(), key=operator.itemgetter(1))
-        return {cast(_DocKey, doc): score for doc, score in ranked}
+        return cast(dict[_DocKey, float], lexical.index.top(query, candidates, keys=allowed))
 
     def _fuse(
         self,
@@ -552,31 +553,32 @@ class HybridRetriever:
         query: str,
         lexical: _Lexical | None,
     ) -> dict[_DocKey, float]:
-        if self.config.mode == "dense":
+        config = self.config
+        if config.mode == "dense":
             return dense
-        if self.config.mode == "lexical":
+        if config.mode == "lexical":
             return lexical_scores
         union = list(found)
-        zd = _standardise(dense, union)
-        zl = _standardise(lexical_scores, union)
-        w = self.config.dense_weight
-        fused = {doc: w * zd[doc] + (1.0 - w) * zl[doc] for doc in union}
-        config = self.config
+        w = config.dense_weight
+        scores = [
+            w * d + (1.0 - w) * x
+            for d, x in zip(_zscores(dense, union), _zscores(lexical_scores, union), strict=True)
+        ]
         if not (
             config.neighbour_weight or config.group_weight or config.mention_weight or config.date_weight
         ):
-            return fused
+            return dict(zip(union, scores, strict=True))
         known = lexical.features if lexical is not None else {}
-        features = {doc: known.get(doc) or self._features(doc, found[doc]) for doc in union}
+        features = [known.get(doc) or self._features(doc, found[doc]) for doc in union]
         if config.neighbour_weight:
-            fused = self._with_neighbours(fused, features)
+            scores = self._with_neighbours(union, scores, features)
         if config.group_weight:
-            fused = self._with_groups(fused, features)
+            scores = self._with_groups(scores, features)
         if config.mention_weight:
-            fused = self._with_mentions(fused, features, query)
+            scores = self._with_mentions(scores, features, query)
         if config.date_weight:
-            fused = self._with_period(fused, features, query)
-        return fused
+            scores = self._with_period(scores, features, query)
+        return dict(zip(union, scores, strict=True))
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
         """Keep the lexical indexes current with writes that plans made on the store."""
@@ -622,41 +624,40 @@ class HybridRetriever:
                 created = datetime.fromisoformat(stamp)
         if created.tzinfo is None:
             created = created.replace(tzinfo=UTC)
-        return _Features(neighbours, group, self._terms(named) if named else frozenset(), created)
+        group_key = (doc[0], group) if group else None
+        return _Features(neighbours, group_key, self._terms(named) if named else frozenset(), created)
 
     def _with_neighbours(
-        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features]
-    ) -> dict[_DocKey, float]:
+        self, union: Sequence[_DocKey], scores: list[float], features: Sequence[_Features]
+    ) -> list[float]:
         """Add ``neighbour_weight`` times the best fused score among each candidate's neighbours."""
-        floor = min(fused.values(), default=0.0)
+        floor = min(scores, default=0.0)
         weight = self.config.neighbour_weight
-        out: dict[_DocKey, float] = {}
-        for doc, score in fused.items():
+        by_doc = dict(zip(union, scores, strict=True))
+        get = by_doc.get
+        out: list[float] = []
+        for score, feature in zip(scores, features, strict=True):
             best = floor
-            for other in features[doc].neighbours:
-                near = fused.get(other, floor)
+            for other in feature.neighbours:
+                near = get(other, floor)
                 if near > best:
                     best = near
-            out[doc] = score + weight * best
+            out.append(score + weight * best)
         return out
 
-    def _with_groups(
-        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features]
-    ) -> dict[_DocKey, float]:
+    def _with_groups(self, scores: list[float], features: Sequence[_Features]) -> list[float]:
         """Add ``group_weight`` times the mean of its group's best ``group_top`` fused scores."""
         members: dict[tuple[Namespace, str], list[float]] = {}
-        for doc, score in fused.items():
-            group = features[doc].group
-            if group:
-                members.setdefault((doc[0], group), []).append(score)
+        for score, feature in zip(scores, features, strict=True):
+            if feature.group_key is not None:
+                members.setdefault(feature.group_key, []).append(score)
         top = self.config.group_top
-        strength = {g: sum(sorted(scores, reverse=True)[:top]) / top for g, scores in members.items()}
+        strength = {g: sum(sorted(group, reverse=True)[:top]) / top for g, group in members.items()}
         weight = self.config.group_weight
-        out: dict[_DocKey, float] = {}
-        for doc, score in fused.items():
-            group = features[doc].group
-            out[doc] = score + weight * strength[(doc[0], group)] if group else score
-        return out
+        return [
+            score if feature.group_key is None else score + weight * strength[feature.group_key]
+            for score, feature in zip(scores, features, strict=True)
+        ]
 
     def _terms(self, text: str) -> frozenset[int]:
         terms = self._term_cache.get(text)
@@ -666,31 +667,27 @@ class HybridRetriever:
                 self._term_cache[text] = terms
         return terms
 
-    def _with_mentions(
-        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features], query: str
-    ) -> dict[_DocKey, float]:
+    def _with_mentions(self, scores: list[float], features: Sequence[_Features], query: str) -> list[float]:
         """Add ``mention_weight`` to each candidate whose ``mention_field`` the query names."""
         asked = frozenset(self._encoder.encode_query(query).indices)
         weight = self.config.mention_weight
-        return {
-            doc: score + weight if not asked.isdisjoint(features[doc].mention) else score
-            for doc, score in fused.items()
-        }
+        return [
+            score + weight if not asked.isdisjoint(feature.mention) else score
+            for score, feature in zip(scores, features, strict=True)
+        ]
 
-    def _with_period(
-        self, fused: dict[_DocKey, float], features: Mapping[_DocKey, _Features], query: str
-    ) -> dict[_DocKey, float]:
+    def _with_period(self, scores: list[float], features: Sequence[_Features], query: str) -> list[float]:
         """Add ``date_weight`` to each candidate created in the period the query names (if it names one)."""
         period = query_period(query)
         if period is None:
-            return fused
+            return scores
         start, end = period
         end += timedelta(days=self.config.date_after_days)
         weight = self.config.date_weight
-        return {
-            doc: score + weight if start <= features[doc].created_at < end else score
-            for doc, score in fused.items()
-        }
+        return [
+            score + weight if start <= feature.created_at < end else score
+            for score, feature in zip(scores, features, strict=True)
+        ]
 
     def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> Plan[Any]:
         yield [PutOp(namespace, key, value)]
