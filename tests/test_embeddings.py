@@ -111,20 +111,31 @@ def test_float_model_matches_the_plain_reference() -> None:
     assert (documents * reference).sum(axis=1).min() >= 0.9999
 
 
-def test_quantized_model_stays_close_to_the_float_one(minilm: MiniLMEmbeddings) -> None:
-    assert minilm.quantized
+@pytest.fixture(scope="module")
+def int8(tmp_path_factory: pytest.TempPathFactory) -> MiniLMEmbeddings:
+    with pytest.MonkeyPatch.context() as patch:  # the derived model goes to a temporary cache
+        patch.setenv("LANGMEM_PLUGIN_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return MiniLMEmbeddings(quantized=True).load()
+
+
+def test_the_default_runs_the_float_products(minilm: MiniLMEmbeddings) -> None:
+    assert not minilm.quantized
+    assert not MiniLMEmbeddings().quantized
+
+
+def test_quantized_model_stays_close_to_the_float_one(int8: MiniLMEmbeddings) -> None:
     reference = _reference(QUESTIONS)
-    cosines = (np.array([minilm.embed_query(t) for t in QUESTIONS]) * reference).sum(axis=1)
+    cosines = (np.array([int8.embed_query(t) for t in QUESTIONS]) * reference).sum(axis=1)
     assert cosines.min() >= 0.97
     assert cosines.mean() >= 0.99
     assert cosines.max() < 0.99999  # it really is another model: int8 products
 
 
-def test_quantized_vectors_do_not_depend_on_the_batch(minilm: MiniLMEmbeddings) -> None:
+def test_quantized_vectors_do_not_depend_on_the_batch(int8: MiniLMEmbeddings) -> None:
     # Activations are quantized per call: a text padded beside a long one would drift.
     text = "I adopted a puppy last weekend."
-    alone = minilm.embed_query(text)
-    beside = minilm.embed_documents([text, "a much longer sentence about many other things " * 12])[0]
+    alone = int8.embed_query(text)
+    beside = int8.embed_documents([text, "a much longer sentence about many other things " * 12])[0]
     np.testing.assert_allclose(beside, alone, atol=1e-6)
 
 
@@ -163,7 +174,7 @@ def test_thread_safe_and_loaded_once() -> None:
         np.testing.assert_allclose(vector, first, atol=1e-6)
     from langmem_plugin.core import embeddings as module
 
-    assert len([key for key in module._loaded if key[3]]) == 1  # one quantized default session
+    assert len([key for key in module._loaded if not key[3]]) == 1  # one float default session
 
 
 async def test_async_embedding(minilm: MiniLMEmbeddings) -> None:
