@@ -91,6 +91,9 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(outcome.summary())
         print(outcome.table())
+        splits = outcome.splits()
+        if splits:
+            print(splits)
         return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 

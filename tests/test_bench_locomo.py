@@ -225,6 +225,11 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     for k in KS:
         assert sorted(first.variants[0].recall[k] + second.variants[0].recall[k]) == sorted(lexical.recall[k])
     assert "1 multi-hop" in first.table()
+    assert result.splits() == ""  # both conversations are among the tuning ones
+    splits = result.splits(tuned_on=[0])
+    assert "Conversations 0-0 (the recipe's weights were tuned on these):" in splits
+    assert "Conversations 1-1 (held out):" in splits
+    assert splits.count("InMemoryStore + HybridRetriever (recipe)") == 2
 
     table = result.table()
     assert "InMemoryStore + HybridRetriever (recipe)" in table

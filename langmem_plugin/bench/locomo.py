@@ -84,6 +84,8 @@ CATEGORIES: dict[int, str] = {
     5: "adversarial",
 }
 KS: tuple[int, ...] = (5, 10, 25)
+#: The conversations the recipe's weights were tuned on; the others are held out.
+TUNING = range(5)
 #: The token encoding of LoCoMo's comparisons (gpt-4 / gpt-3.5).
 TOKEN_MODEL = "gpt-4"
 
@@ -381,6 +383,22 @@ class LocomoResult:
             variants=variants,
             conversations=len(keep),
             questions=len(variants[0].categories) if variants else 0,
+        )
+
+    def splits(self, tuned_on: Iterable[int] = TUNING) -> str:
+        """The tables of the tuning conversations (0-4) and of the held-out ones, when both were run."""
+        ran = range(self.conversations)
+        tuning = [c for c in ran if c in set(tuned_on)]
+        held_out = [c for c in ran if c not in set(tuned_on)]
+        if not tuning or not held_out:
+            return ""
+        return "\n".join(
+            [
+                f"Conversations {tuning[0]}-{tuning[-1]} (the recipe's weights were tuned on these):",
+                self.only(tuning).table(),
+                f"Conversations {held_out[0]}-{held_out[-1]} (held out):",
+                self.only(held_out).table(),
+            ]
         )
 
     def table(self) -> str:
