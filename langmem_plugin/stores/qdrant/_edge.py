@@ -80,6 +80,7 @@ from langmem_plugin.stores.qdrant._plan import (
     Scroll,
     SetPayload,
     Upsert,
+    dense_layout,
 )
 
 __all__ = ["DENSE_MULTI", "FORMAT", "OPTIMIZE_EVERY", "EdgeEngine"]
@@ -484,15 +485,9 @@ class EdgeEngine:
         return hits
 
     def _point(self, p: PointData) -> qe.Point:
-        vector: dict[str, Any] = {}
-        if p.dense:
-            if self._format == 1:
-                vector[DENSE] = p.dense
-            elif len(p.dense) == 1:
-                vector[DENSE] = p.dense[0]
-            else:
-                vector[DENSE_MULTI] = p.dense
-                self._has_multi = True
+        vector = dense_layout(p.dense, self._format)
+        if DENSE_MULTI in vector:
+            self._has_multi = True
         if p.sparse is not None:
             vector[SPARSE] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
         # A uuid.UUID converts ≈ 10 µs faster than its string (the binding tries an integer first).

@@ -94,6 +94,7 @@ __all__ = [
     "SearchMode",
     "SetPayload",
     "Upsert",
+    "dense_layout",
     "filter_index_fields",
     "from_us",
     "ns_token",
@@ -249,6 +250,19 @@ class PointData:
     payload: dict[str, Any]
     dense: list[list[float]] | None
     sparse: SparseVector | None
+
+
+def dense_layout(dense: list[list[float]] | None, format: int) -> dict[str, Any]:
+    """The named dense vectors of a point with these texts' vectors, in a layout ``format``.
+
+    Format 1: one multivector ``DENSE``. Format 2: a single text's vector as the plain
+    ``DENSE``, several as the multivector ``DENSE_MULTI`` (both engines search both).
+    """
+    if not dense:
+        return {}
+    if format == 1:
+        return {DENSE: dense}
+    return {DENSE: dense[0]} if len(dense) == 1 else {DENSE_MULTI: dense}
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ from langmem_plugin.stores.qdrant._plan import (
     Scroll,
     SetPayload,
     Upsert,
+    dense_layout,
 )
 
 __all__ = ["MIN_SERVER", "ClientEngine", "Retries", "is_local", "is_transient"]
@@ -358,14 +359,7 @@ class ClientEngine:
         raise AssertionError(call)
 
     def _point(self, p: PointData) -> models.PointStruct:
-        vector: dict[str, Any] = {}
-        if p.dense:
-            if self.format == 1:
-                vector[DENSE] = p.dense
-            elif len(p.dense) == 1:
-                vector[DENSE] = p.dense[0]
-            else:
-                vector[DENSE_MULTI] = p.dense
+        vector = dense_layout(p.dense, self.format)
         if p.sparse is not None:
             vector[SPARSE] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
         return models.PointStruct(id=p.id, vector=vector, payload=p.payload)
