@@ -229,6 +229,15 @@ def _load(model_path: str, tokenizer_path: str, threads: int, quantized: bool = 
         return loaded
 
 
+def _run(model: _Loaded, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The model's token vectors for a batch of token ids and their attention mask."""
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in model.input_names:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    hidden: np.ndarray = model.session.run(None, feeds)[0]
+    return hidden
+
+
 class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 on onnxruntime: 384-dim, L2-normalised, offline, no torch.
 
@@ -287,10 +296,7 @@ class MiniLMEmbeddings(Embeddings):
         encodings = model.tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in model.input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = model.session.run(None, feeds)[0]
+        hidden = _run(model, ids, mask)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -319,10 +325,7 @@ class MiniLMEmbeddings(Embeddings):
         """One text, unpadded: the mean is over every token."""
         model = self._model()
         ids = np.array([model.tokenizer.encode(text).ids], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-        if "token_type_ids" in model.input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        pooled: np.ndarray = model.session.run(None, feeds)[0][0].mean(axis=0)
+        pooled: np.ndarray = _run(model, ids, np.ones_like(ids))[0].mean(axis=0)
         result: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return result
 

@@ -106,6 +106,12 @@ def _lexical_fields_of(value: Any) -> tuple[str, ...] | None:
 Engine = EdgeEngine | ClientEngine
 
 
+def _check_count(name: str, value: Any, minimum: int, what: str, fix: str) -> None:
+    """A constructor argument that must be an int (not a bool) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be {what}, got {value!r}. Fix: {fix}.")
+
+
 def _embeddings_of(embed: Any) -> Embeddings:
     """IndexConfig's ``embed``: an Embeddings, a sync or async function, a "provider:model" string."""
     if inspect.iscoroutinefunction(embed):
@@ -252,23 +258,28 @@ class QdrantStore(BaseStore):
         self._clock: Clock = clock or utc_clock
         self._engine: Engine
         indexes = filter_index_fields(filter_indexes)
-        if optimize_every is not None and (
-            isinstance(optimize_every, bool) or not isinstance(optimize_every, int) or optimize_every < 1
-        ):
-            raise ConfigurationError(
-                f"optimize_every must be a positive number of points or None, got {optimize_every!r}. "
-                "Fix: optimize_every=10_000 (the default), or None to build indexes only in optimize()."
+        if optimize_every is not None:
+            _check_count(
+                "optimize_every",
+                optimize_every,
+                1,
+                "a positive number of points or None",
+                "optimize_every=10_000 (the default), or None to build indexes only in optimize()",
             )
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ConfigurationError(
-                f"retries must be a number of retries >= 0, got {retries!r}. "
-                "Fix: retries=2 (the default), or 0 to fail on the first transient error."
-            )
-        if isinstance(cache_items, bool) or not isinstance(cache_items, int) or cache_items < 0:
-            raise ConfigurationError(
-                f"cache_items must be a number of items >= 0, got {cache_items!r}. "
-                "Fix: cache_items=100_000 (the default), or 0 to read every item from the engine."
-            )
+        _check_count(
+            "retries",
+            retries,
+            0,
+            "a number of retries >= 0",
+            "retries=2 (the default), or 0 to fail on the first transient error",
+        )
+        _check_count(
+            "cache_items",
+            cache_items,
+            0,
+            "a number of items >= 0",
+            "cache_items=100_000 (the default), or 0 to read every item from the engine",
+        )
         if path:
             self._engine = EdgeEngine(
                 Path(path),
