@@ -9,6 +9,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
+from langmem_plugin.core.salience import memory_salience
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores.qdrant import QdrantStore
@@ -211,6 +212,9 @@ def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
         ({"mention_weight": 1.0}, "mention_field"),
         ({"date_weight": -1.0}, "date_weight"),
         ({"date_after_days": -3.0}, "date_after_days"),
+        ({"salience_weight": 1.0}, "salience"),
+        ({"salience": memory_salience, "salience_weight": -1.0}, "salience_weight"),
+        ({"salience": 0.5}, "salience must be a function"),
     ],
 )
 def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> None:
@@ -341,6 +345,26 @@ def test_a_memory_from_the_person_the_query_names_is_lifted() -> None:
         "When did bob adopt a puppy?",
     )
     assert named_bob[0] == "bob"  # case and possessives do not matter: BM25's tokens are compared
+
+
+def test_a_memory_that_tells_outranks_one_that_asks_back_with_salience() -> None:
+    docs = {
+        "asks": {"content": "Jo: Wow, a pottery class? What did you make at the pottery class?"},
+        "tells": {"content": "Mel: I made a black and white bowl in my pottery class, my first one."},
+        "tax": {"content": "Mel: The tax deadline is in April"},
+    }
+    query = "What did Mel make at the pottery class?"
+    plain = lifted_ranking(RetrievalConfig(), docs, query)
+    lifted = lifted_ranking(RetrievalConfig(salience=memory_salience, salience_weight=1.0), docs, query)
+    assert plain[0] == "asks"  # every word of the question, twice
+    assert lifted[0] == "tells"
+    assert lifted[-1] == "tax"  # salience reorders matches; it does not pull in a non-match
+
+
+def test_a_salience_function_that_returns_nan_is_a_typed_error() -> None:
+    config = RetrievalConfig(salience=lambda value: float("nan"), salience_weight=1.0)
+    with pytest.raises(ConfigurationError, match="finite number"):
+        lifted_ranking(config, DOCS, "green tea")
 
 
 def test_a_match_among_other_matches_of_its_group_is_lifted() -> None:

@@ -29,9 +29,10 @@ The dense index embeds ``content`` and each part (a turn scores its best
 vector, :data:`EMBEDDED_FIELDS`); the hybrid retriever's BM25 indexes date,
 context and content, and the fused score is lifted for a turn next to a strong
 match, in a session with other strong matches, spoken by the person the
-question names, or dated in the period the question names
-(:data:`LOCOMO_RETRIEVAL`). Its weights were tuned on conversations 0-4; report
-5-9 apart (:meth:`LocomoResult.only`) to see what tuning bought.
+question names, dated in the period the question names, or that tells rather
+than reacts or asks back (its salience, :mod:`langmem_plugin.core.salience`,
+scored from the turn's text alone) (:data:`LOCOMO_RETRIEVAL`). Its weights
+were tuned on conversations 0-4; report 5-9 apart (:meth:`LocomoResult.only`) to see what tuning bought.
 
 Every variant shares one embedder instance, and a document text is embedded once
 per run (the stores ask for the same texts); queries are embedded on every search.
@@ -56,6 +57,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from langmem_plugin.bench._report import format_table, percentile, time_calls
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.salience import memory_salience
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
@@ -96,18 +98,21 @@ MAX_PARTS = 8
 EMBEDDED_FIELDS: tuple[str, ...] = ("content", *(f"metadata.part_{n}" for n in range(1, MAX_PARTS + 1)))
 
 #: The retrieval recipe measured here: BM25 over date + previous turn + turn, dense over the turn and
-#: its sentences, lifted by a strong neighbour, a strong session, the speaker the question names and
-#: the date it names (weights tuned on conversations 0-4; see the module docs).
+#: its sentences, lifted by a strong neighbour, a strong session, the speaker the question names, the
+#: date it names and how much the turn tells (:func:`~langmem_plugin.core.salience.memory_salience`);
+#: weights tuned on conversations 0-4 (see the module docs).
 LOCOMO_RETRIEVAL = RetrievalConfig(
     lexical_fields=("metadata.session_date", "metadata.context", "content"),
     neighbours_field="metadata.neighbours",
-    neighbour_weight=0.35,
+    neighbour_weight=0.45,
     candidates=50,
     group_field="metadata.session_date",
     group_weight=0.5,
     mention_field="metadata.speaker",
     mention_weight=1.2,
-    date_weight=1.0,
+    date_weight=1.4,
+    salience=memory_salience,
+    salience_weight=1.2,
 )
 
 #: The recipe with 30 candidates of each signal instead of 50: ≈ 0.5 lower recall@10. It was ≈ 3 ms

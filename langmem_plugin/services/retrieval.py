@@ -43,7 +43,11 @@ Then, optionally, the fused score is *lifted* by what the items' values say
 - a candidate from or about someone the query names (``mention_field``: the
   speaker, compared as BM25 tokens);
 - a candidate dated in the day or month the query names (``date_weight``;
-  :func:`query_period`), or up to ``date_after_days`` after it.
+  :func:`query_period`), or up to ``date_after_days`` after it;
+- a candidate that tells more than it asks (``salience``: a score of the item
+  alone, such as :func:`~langmem_plugin.core.salience.memory_salience` for
+  conversation turns — a turn that only reacts or asks back shares the
+  question's words but rarely answers it).
 
 The features these read are taken once per item when it is indexed, so a lift
 costs a dictionary lookup per candidate.
@@ -66,7 +70,7 @@ import functools
 import math
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias, cast
@@ -121,6 +125,11 @@ class RetrievalConfig:
         date_field: a dot path to an ISO-8601 date in the value that says when a memory
             happened (a memory record's ``created_at``, which imports may set to the past);
             the item's ``created_at`` in the store when missing or unreadable.
+        salience: a function of an item's value giving how much the memory is worth recalling
+            whatever the query, e.g. :func:`~langmem_plugin.core.salience.memory_salience`
+            for conversation turns; taken once per item when it is indexed.
+        salience_weight: hybrid mode, with ``salience``: each candidate gains this times its
+            salience.
 
     The lifts are in the fused score's units: standard deviations of the signals.
     """
@@ -141,6 +150,8 @@ class RetrievalConfig:
     date_weight: float = 0.0
     date_after_days: float = 30.0
     date_field: str | None = "created_at"
+    salience: Callable[[Mapping[str, Any]], float] | None = None
+    salience_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -167,6 +178,16 @@ class RetrievalConfig:
                     f"{name} must be 0 or more and needs {field_name}, got {name}={weight!r}, "
                     f"{field_name}={path!r}"
                 )
+        if self.salience is not None and not callable(self.salience):
+            raise ConfigurationError(
+                f"salience must be a function of an item's value (such as memory_salience) or None, "
+                f"got {self.salience!r}"
+            )
+        if self.salience_weight < 0 or (self.salience_weight and self.salience is None):
+            raise ConfigurationError(
+                f"salience_weight must be 0 or more and needs salience, got "
+                f"salience_weight={self.salience_weight!r}, salience={self.salience!r}"
+            )
         if self.group_top < 1:
             raise ConfigurationError(f"group_top must be at least 1, got {self.group_top!r}")
         if self.date_weight < 0 or self.date_after_days < 0:
@@ -209,6 +230,7 @@ class _Features:
     group_key: tuple[Namespace, str] | None  # (namespace, group), None without a group
     mention: frozenset[int]
     created_at: datetime
+    salience: float = 0.0
 
 
 @dataclass
@@ -565,7 +587,11 @@ class HybridRetriever:
             for d, x in zip(_zscores(dense, union), _zscores(lexical_scores, union), strict=True)
         ]
         if not (
-            config.neighbour_weight or config.group_weight or config.mention_weight or config.date_weight
+            config.neighbour_weight
+            or config.group_weight
+            or config.mention_weight
+            or config.date_weight
+            or config.salience_weight
         ):
             return dict(zip(union, scores, strict=True))
         known = lexical.features if lexical is not None else {}
@@ -578,6 +604,11 @@ class HybridRetriever:
             scores = self._with_mentions(scores, features, query)
         if config.date_weight:
             scores = self._with_period(scores, features, query)
+        if config.salience_weight:
+            weight = config.salience_weight
+            scores = [
+                score + weight * feature.salience for score, feature in zip(scores, features, strict=True)
+            ]
         return dict(zip(union, scores, strict=True))
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
@@ -625,7 +656,17 @@ class HybridRetriever:
         if created.tzinfo is None:
             created = created.replace(tzinfo=UTC)
         group_key = (doc[0], group) if group else None
-        return _Features(neighbours, group_key, self._terms(named) if named else frozenset(), created)
+        salience = 0.0
+        if config.salience is not None:
+            salience = float(config.salience(value))
+            if not math.isfinite(salience):
+                raise ConfigurationError(
+                    f"RetrievalConfig.salience returned {salience!r} for {doc!r}; "
+                    "it must return a finite number"
+                )
+        return _Features(
+            neighbours, group_key, self._terms(named) if named else frozenset(), created, salience
+        )
 
     def _with_neighbours(
         self, union: Sequence[_DocKey], scores: list[float], features: Sequence[_Features]
