@@ -71,9 +71,11 @@ EXPECTED_ALL = {
     "fill_namespace",
     "import_jsonl",
     "install_offline_encodings",
+    "memory_salience",
     "resolve_embeddings",
     "resolve_scope",
     "trim_window",
+    "turn_salience",
 }
 
 
