@@ -13,8 +13,9 @@ apart is visible in the turn alone, without the query:
 
 :func:`turn_salience` scores those features with a linear model: the log-odds
 of a turn being a question's evidence, fitted on conversations 0-4 of LoCoMo
-(logistic regression over the top-50 candidates of every question there; see
-``langmem-plugin bench locomo``, which reports conversations 5-9 apart). Only
+(logistic regression over the top-50 candidates that the LoCoMo recipe without
+salience returns for every question there: 49,850 turns, 1,181 of them
+evidence; ``langmem-plugin bench locomo`` reports conversations 5-9 apart). Only
 differences between scores matter: the model has no intercept. A retriever adds
 it, weighted, to each candidate's score (:attr:`~langmem_plugin.services.retrieval.RetrievalConfig.salience`).
 
