@@ -22,7 +22,7 @@ from langmem_plugin.services import (
     add_documents,
     execute,
     query_from_state,
-    recall_plan,
+    recall_steps,
     save_plan,
 )
 from langmem_plugin.services.recall import quote
@@ -33,7 +33,7 @@ USER_NS = ("memories", "user", "alice")
 
 def _recall(run: Runner, scope: Scope, text: str, **kwargs: object):  # type: ignore[no-untyped-def]
     config = kwargs.pop("config", None) or RecallConfig(min_relevance=0.0)
-    return run(recall_plan(scope, MemoryLayout(), [HumanMessage(text)], config=config, **kwargs))  # type: ignore[arg-type]
+    return run(recall_steps(scope, MemoryLayout(), [HumanMessage(text)], config=config, **kwargs))  # type: ignore[arg-type]
 
 
 def test_query_is_the_last_user_message_plus_the_plan_goal() -> None:
@@ -98,7 +98,7 @@ def test_priority_and_recency_break_ties(store: InMemoryStore, scope: Scope) -> 
     store.put(USER_NS, "stale", MemoryRecord(content="tea, likes", priority=9, updated_at=old).to_value())
     recall = execute(
         store,
-        recall_plan(scope, MemoryLayout(), [HumanMessage("likes tea")], config=RecallConfig(), now=now),
+        recall_steps(scope, MemoryLayout(), [HumanMessage("likes tea")], config=RecallConfig(), now=now),
     )
     assert [i.id for i in recall.items] == ["high", "stale", "low"]
 
@@ -167,7 +167,7 @@ def test_store_without_an_index_falls_back_to_priority_and_recency(scope: Scope)
     layout = MemoryLayout()
     execute(store, save_plan(scope, layout, "low priority", priority=1))
     execute(store, save_plan(scope, layout, "high priority", priority=10))
-    recall = execute(store, recall_plan(scope, layout, [HumanMessage("anything")]))
+    recall = execute(store, recall_steps(scope, layout, [HumanMessage("anything")]))
     assert [i.content for i in recall.items] == ["high priority", "low priority"]
     assert all(i.relevance is None for i in recall.items)
 
@@ -183,7 +183,7 @@ def test_real_embedder_recalls_by_meaning(minilm: MiniLMEmbeddings, scope: Scope
         execute(store, save_plan(scope, layout, text))
     recall = execute(
         store,
-        recall_plan(
+        recall_steps(
             scope, layout, [HumanMessage("What hot drink should I make them?")], config=RecallConfig()
         ),
     )

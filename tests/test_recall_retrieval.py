@@ -12,7 +12,7 @@ from langgraph.graph import StateGraph
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_plan, save_plan
+from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_plan
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
@@ -79,7 +79,7 @@ async def test_tool_writes_are_recalled_as_they_are_now(retrieval: str, mode: st
     await _turn(graph, "Remember that my cat is called Zorblax.", "t1", mode)
     assert memory.store.get(USER_NS, ids["cat"]) is not None
     assert memory.retriever is not None
-    assert memory.recall_node.retriever_for(memory.store) is memory.retriever
+    assert memory.turn.retriever_for(memory.store) is memory.retriever
 
     second = await _turn(graph, "What is my cat called? Zorblax?", "t2", mode)
     assert _recalled(second).get(ids["cat"]) == "The user's cat is called Zorblax"
@@ -133,7 +133,7 @@ async def test_writes_straight_into_the_store_are_never_recalled_stale(retrieval
 def test_default_recall_is_unchanged_and_a_retriever_is_required_with_retrieval() -> None:
     assert Memory(embeddings=FakeEmbeddings()).retriever is None
     assert RecallConfig().retrieval is None
-    plan = recall_plan(
+    plan = recall_steps(
         Scope(user_id="u"),
         MemoryLayout(),
         [HumanMessage("hi")],
@@ -148,12 +148,12 @@ def test_default_recall_is_unchanged_and_a_retriever_is_required_with_retrieval(
 def test_one_retriever_per_store_is_kept_across_runs() -> None:
     memory = _memory("hybrid")
     node = memory.recall_node
-    assert node.retriever_for(memory.store) is memory.retriever
+    assert node.turn.retriever_for(memory.store) is memory.retriever
     other = Memory(embeddings=FakeEmbeddings()).store
-    made = node.retriever_for(other)
+    made = node.turn.retriever_for(other)
     assert isinstance(made, HybridRetriever)
     assert made.store is other
-    assert node.retriever_for(other) is made
+    assert node.turn.retriever_for(other) is made
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -22,7 +22,7 @@ from langmem_plugin.services import (
     RememberConfig,
     episode_from_messages,
     execute,
-    remember_plan,
+    remember_steps,
     save_plan,
     search_plan,
 )
@@ -78,13 +78,13 @@ def test_remember_writes_one_episode_per_exchange(run: Runner, store: InMemorySt
     layout = MemoryLayout()
     episode = episode_from_messages(_exchange())
     assert episode is not None
-    run(remember_plan(scope, layout, episode))
-    run(remember_plan(scope, layout, episode))  # a retry or a replay: still one episode
+    run(remember_steps(scope, layout, episode))
+    run(remember_steps(scope, layout, episode))  # a retry or a replay: still one episode
     items = store.search(SESSION_NS)
     assert len(items) == 1
     assert items[0].value["kind"] == "episode"
     assert items[0].value["metadata"] == {"thread_id": "t1"}
-    run(remember_plan(scope, layout, episode, compartments=["user", "session"]))  # type: ignore[list-item]
+    run(remember_steps(scope, layout, episode, compartments=["user", "session"]))  # type: ignore[list-item]
     assert len(store.search(("memories", "user", "alice"))) == 1
 
 
@@ -94,7 +94,7 @@ def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scop
     for i in range(5):
         episode = episode_from_messages([HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
         assert episode is not None
-        execute(store, remember_plan(scope, layout, episode))
+        execute(store, remember_steps(scope, layout, episode))
     contents = sorted(
         m.record.content for m in execute(store, search_plan(scope, layout, compartments=["session"]))
     )
@@ -106,13 +106,13 @@ def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scop
     other = Scope(user_id="alice", thread_id="t9")
     execute(store, save_plan(other, facts_only, "only facts here", compartment="session"))
     with pytest.raises(MemoryLimitError, match="session memory is full"):
-        execute(store, remember_plan(other, facts_only, episode))
+        execute(store, remember_steps(other, facts_only, episode))
 
 
 def _job(scope: Scope) -> Any:
     episode = episode_from_messages([HumanMessage("q"), AIMessage("a")])
     assert episode is not None
-    return lambda: remember_plan(scope, MemoryLayout(), episode)
+    return lambda: remember_steps(scope, MemoryLayout(), episode)
 
 
 def test_a_failed_write_is_retried(scope: Scope) -> None:

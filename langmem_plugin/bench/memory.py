@@ -36,8 +36,8 @@ from langmem_plugin.services import (
     RecallConfig,
     episode_from_messages,
     execute,
-    recall_plan,
-    remember_plan,
+    recall_steps,
+    remember_steps,
     save_plan,
     search_plan,
 )
@@ -151,7 +151,7 @@ def run_memory_bench(
                 config: RecallConfig = recall_config,
                 out: list[int] = recalls,
             ) -> None:
-                done = execute(store, recall_plan(scope, layout, [HumanMessage(question)], config=config))
+                done = execute(store, recall_steps(scope, layout, [HumanMessage(question)], config=config))
                 out.append(done.tokens["total"])
 
             recall_times = time_calls(recall, questions)
@@ -167,7 +167,7 @@ def run_memory_bench(
             def remember(i: int, store: BaseStore = store) -> None:
                 episode = episode_from_messages([HumanMessage(f"question {i}"), AIMessage(f"answer {i}")])
                 assert episode is not None
-                execute(store, remember_plan(scope, layout, episode))
+                execute(store, remember_steps(scope, layout, episode))
 
             remember_times = time_calls(remember, list(range(queries)))
             result.rows.append(

@@ -29,7 +29,14 @@ from langchain_core.runnables import RunnableConfig
 
 from langmem_plugin.errors import ConfigurationError, InvalidNamespaceError, ScopeError
 
-__all__ = ["NamespaceTemplate", "Scope", "fill_namespace", "resolve_scope", "template_keys"]
+__all__ = [
+    "NamespaceTemplate",
+    "Scope",
+    "current_runtime",
+    "fill_namespace",
+    "resolve_scope",
+    "template_keys",
+]
 
 NamespaceTemplate = tuple[str, ...]
 
@@ -199,24 +206,51 @@ def fill_namespace(template: NamespaceTemplate, scope: Scope) -> tuple[str, ...]
     return labels
 
 
-def resolve_scope(config: RunnableConfig | None = None, *, runtime: Any = None) -> Scope:
-    """The scope of the current call.
+def _current_config() -> RunnableConfig | None:
+    from langgraph.config import get_config
 
-    Uses ``runtime`` when given, else ``config``; when neither is given and the
-    call happens inside a LangGraph run, the run's own config and runtime.
+    try:
+        return get_config()
+    except RuntimeError:  # outside a runnable context
+        return None
+
+
+def current_runtime() -> Any:
+    """The LangGraph ``Runtime`` of the current graph run, or ``None`` outside a graph."""
+    from langgraph.runtime import get_runtime
+
+    try:
+        return get_runtime()
+    except RuntimeError:  # outside a runnable context
+        return None
+
+
+def resolve_scope(
+    config: RunnableConfig | Mapping[str, Any] | None = None,
+    *,
+    runtime: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Scope:
+    """The scope of the current call: the one place every surface resolves it.
+
+    Args:
+        config: the run's config; ``None``: the current LangGraph run's, when there is one.
+        runtime: a LangGraph ``Runtime`` (or ``ToolRuntime``) whose context wins over
+            ``configurable``; ``None``: the current run's, when there is one.
+        metadata: a callback's run metadata: its string values fill ids the config lacks
+            (LangGraph copies ``configurable`` there for callbacks).
+
+    >>> resolve_scope({"configurable": {"user_id": "u1"}}, metadata={"thread_id": "t1"})
+    Scope(user_id='u1', thread_id='t1', agent=None, run_id=None, extra={})
     """
+    if config is None:
+        config = _current_config()
+    if runtime is None:
+        runtime = current_runtime()
+    if metadata:
+        configurable = {k: v for k, v in metadata.items() if isinstance(v, str)}
+        configurable.update((config or {}).get("configurable") or {})
+        config = {**(config or {}), "configurable": configurable}
     if runtime is not None:
         return Scope.from_runtime(runtime, config)
-    if config is not None:
-        return Scope.from_config(config)
-    try:
-        from langgraph.config import get_config
-        from langgraph.runtime import get_runtime
-
-        current = get_config()
-    except RuntimeError:
-        return Scope()
-    runtime = get_runtime()
-    if runtime is None:
-        return Scope.from_config(current)
-    return Scope.from_runtime(runtime, current)
+    return Scope.from_config(config)

@@ -1,13 +1,15 @@
 """Layer 3: the logic of memory, as plain functions over any LangGraph ``BaseStore``.
 
-Store I/O is written once as *plans* (generators of store operations) and run
-by :func:`execute` (sync) or :func:`aexecute` (async). Surfaces (tools, nodes,
-callback, middleware) are thin adapters over these.
+Store I/O is written once as *store steps* (generators of store operations) and
+run by :func:`execute` (sync) or :func:`aexecute` (async). Every surface (node,
+middleware, callback handler) reaches them through one turn service,
+:class:`~langmem_plugin.services.turn.MemoryTurn`; the tools call the memory
+operations directly.
 """
 
 from __future__ import annotations
 
-from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.knowledge import (
     AddedDocument,
     Document,
@@ -46,7 +48,7 @@ from langmem_plugin.services.recall import (
     RecalledItem,
     TokenBudgets,
     query_from_state,
-    recall_plan,
+    recall_steps,
     search_candidates,
 )
 from langmem_plugin.services.remember import (
@@ -55,8 +57,9 @@ from langmem_plugin.services.remember import (
     FailedWrite,
     RememberConfig,
     episode_from_messages,
-    remember_plan,
+    remember_steps,
 )
+from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
 from langmem_plugin.services.window import (
     adelete_idle_threads,
     delete_idle_threads,
@@ -79,13 +82,16 @@ __all__ = [
     "EpisodeWriter",
     "FailedWrite",
     "MemoryLayout",
-    "Plan",
+    "MemoryTurn",
     "Recall",
     "RecallConfig",
     "RecalledItem",
     "RememberConfig",
+    "StateKeys",
+    "StoreSteps",
     "StoredMemory",
     "TokenBudgets",
+    "WindowConfig",
     "aadd_documents",
     "add_documents",
     "add_documents_plan",
@@ -105,8 +111,8 @@ __all__ = [
     "message_blocks",
     "parse_compartment",
     "query_from_state",
-    "recall_plan",
-    "remember_plan",
+    "recall_steps",
+    "remember_steps",
     "save_plan",
     "search_candidates",
     "search_plan",

@@ -1,24 +1,25 @@
-"""Plan store operations once, run them twice: one sync driver, one async driver.
+"""Store steps: services written once over any ``BaseStore``, run sync or async.
 
-Every service that touches a store is written as a *plan*: a generator that
-yields a list of LangGraph store operations (``GetOp``, ``PutOp``,
-``SearchOp``, ...) and receives their results, as many rounds as it needs, then
-returns its answer. :func:`execute` runs a plan with ``store.batch``,
-:func:`aexecute` with ``await store.abatch``. The logic exists once; only the
-I/O differs — so sync and async can never drift apart.
+Every service that touches a store is written as *store steps*
+(:data:`StoreSteps`, the package's one pattern of :mod:`langmem_plugin.core.steps`):
+a generator that yields a list of LangGraph store operations (``GetOp``,
+``PutOp``, ``SearchOp``, ...) and receives their results, as many rounds as it
+needs, then returns its answer. :func:`execute` runs the steps with
+``store.batch``, :func:`aexecute` with ``await store.abatch``. The logic exists
+once; only the I/O differs — so sync and async can never drift apart.
 
-Both drivers tell the watchers of a store (:func:`watch_writes`) about every
-batch of writes they ran, so a cache over the store (the lexical index of a
-:class:`~langmem_plugin.services.retrieval.HybridRetriever`) sees every write a
-plan makes.
+Both tell the watchers of a store (:func:`watch_writes`) about every batch of
+writes they ran, so a cache over the store (the lexical index of a
+:class:`~langmem_plugin.services.retrieval.HybridRetriever`) sees every write
+the services make.
 
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
->>> def plan():
+>>> def steps():
 ...     yield [PutOp(("n",), "k", {"v": 1})]
 ...     (item,) = yield [GetOp(("n",), "k")]
 ...     return item.value["v"]
->>> execute(InMemoryStore(), plan())
+>>> execute(InMemoryStore(), steps())
 1
 """
 
@@ -31,12 +32,15 @@ from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Op, PutOp
 
-__all__ = ["Plan", "aexecute", "execute", "watch_writes"]
+from langmem_plugin.core.steps import arun_steps, run_steps
+
+__all__ = ["StoreSteps", "aexecute", "execute", "watch_writes"]
 
 T = TypeVar("T")
 
-#: A generator that yields batches of store operations and returns a value.
-Plan = Generator[Sequence[Op], list[Any], T]
+#: Steps over a store: a generator that yields batches of store operations and returns a value.
+StoreSteps = Generator[Sequence[Op], list[Any], T]
+Plan = Generator[Sequence[Op], list[Any], T]  # transitional: removed once every service says StoreSteps
 
 
 WriteWatcher = Callable[[Sequence[PutOp]], None]
@@ -47,7 +51,7 @@ _watchers_lock = threading.Lock()
 
 
 def watch_writes(store: BaseStore, watcher: WriteWatcher) -> None:
-    """Call ``watcher`` (a bound method, held weakly) with the puts of every batch a plan runs on ``store``.
+    """Call ``watcher`` (a bound method, held weakly) with the puts of every batch run on ``store``.
 
     It is called after the batch succeeded, from the thread that ran it, so it must be
     thread-safe and quick. Writes made with ``store.put``/``store.batch`` directly are not seen.
@@ -70,27 +74,23 @@ def _written(store: BaseStore, ops: Sequence[Op]) -> None:
                 watcher(puts)
 
 
-def execute(store: BaseStore, plan: Plan[T]) -> T:
-    """Run ``plan`` against ``store`` with the store's sync ``batch``."""
-    try:
-        ops = next(plan)
-        while True:
-            results = store.batch(ops) if ops else []
-            _written(store, ops)
-            ops = plan.send(results)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+def execute(store: BaseStore, steps: StoreSteps[T]) -> T:
+    """Run ``steps`` against ``store`` with the store's sync ``batch``."""
+
+    def do(ops: Sequence[Op]) -> list[Any]:
+        results = store.batch(ops) if ops else []
+        _written(store, ops)
+        return results
+
+    return run_steps(steps, do)
 
 
-async def aexecute(store: BaseStore, plan: Plan[T]) -> T:
-    """Run ``plan`` against ``store`` with the store's async ``abatch``."""
-    try:
-        ops = next(plan)
-        while True:
-            results = await store.abatch(ops) if ops else []
-            _written(store, ops)
-            ops = plan.send(results)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+async def aexecute(store: BaseStore, steps: StoreSteps[T]) -> T:
+    """Run ``steps`` against ``store`` with the store's async ``abatch``."""
+
+    async def do(ops: Sequence[Op]) -> list[Any]:
+        results = await store.abatch(ops) if ops else []
+        _written(store, ops)
+        return results
+
+    return await arun_steps(steps, do)

@@ -44,7 +44,7 @@ from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError
-from langmem_plugin.services._io import Plan
+from langmem_plugin.services._io import StoreSteps
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
@@ -58,7 +58,7 @@ __all__ = [
     "TokenBudgets",
     "query_from_state",
     "quote",
-    "recall_plan",
+    "recall_steps",
     "render_plan_text",
     "search_candidates",
 ]
@@ -265,7 +265,7 @@ def search_candidates(
     *,
     limit: int,
     retriever: HybridRetriever | None = None,
-) -> Plan[list[StoredMemory]]:
+) -> StoreSteps[list[StoredMemory]]:
     """The candidate search of recall: one search per namespace.
 
     This is the one place recall asks a store for candidates. Without a
@@ -376,7 +376,7 @@ def _run_texts(run_memory: Sequence[Any] | None) -> list[str]:
     return texts
 
 
-def recall_plan(
+def recall_steps(
     scope: Scope,
     layout: MemoryLayout,
     messages: Sequence[AnyMessage | BaseMessage],
@@ -387,7 +387,7 @@ def recall_plan(
     query: str | None = None,
     now: datetime | None = None,
     retriever: HybridRetriever | None = None,
-) -> Plan[Recall]:
+) -> StoreSteps[Recall]:
     """Search, rank and fit what the model should see before it answers.
 
     Args:
@@ -412,7 +412,7 @@ def recall_plan(
         retriever = None
     elif retriever is None:
         raise ConfigurationError(
-            "RecallConfig.retrieval is set but recall_plan got no retriever: pass "
+            "RecallConfig.retrieval is set but recall_steps got no retriever: pass "
             "retriever=HybridRetriever(store, config.retrieval), or recall through Memory / RecallNode"
         )
     now = now or utc_now()

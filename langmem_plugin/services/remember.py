@@ -2,7 +2,7 @@
 
 :func:`episode_from_messages` turns the end of a conversation (the last user
 message, the tools called since, the final answer) into the text of one
-episode. :func:`remember_plan` writes it to session memory (and user memory
+episode. :func:`remember_steps` writes it to session memory (and user memory
 when configured) under a key derived from the thread and the messages, so
 writing the same exchange twice — a retry, a replay — leaves one episode.
 When a compartment is full, its oldest *episodes* make room; other memories
@@ -32,7 +32,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import Plan, aexecute, execute
+from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import INDEX_FIELDS, count_plan, list_plan, to_stored, write_plan
 
@@ -43,7 +43,7 @@ __all__ = [
     "FailedWrite",
     "RememberConfig",
     "episode_from_messages",
-    "remember_plan",
+    "remember_steps",
 ]
 
 logger = logging.getLogger(__name__)
@@ -146,13 +146,13 @@ def episode_from_messages(messages: Sequence[AnyMessage | BaseMessage]) -> Episo
     return Episode(_text(human).strip(), _text(answer).strip(), tuple(dict.fromkeys(tools)), tuple(ids))
 
 
-def remember_plan(
+def remember_steps(
     scope: Scope,
     layout: MemoryLayout,
     episode: Episode,
     *,
     compartments: Sequence[Compartment] = (Compartment.SESSION,),
-) -> Plan[list[tuple[Compartment, tuple[str, ...], str]]]:
+) -> StoreSteps[list[tuple[Compartment, tuple[str, ...], str]]]:
     """Write ``episode`` into each compartment; returns ``(compartment, namespace, key)`` written.
 
     Raises:
@@ -200,7 +200,7 @@ class FailedWrite:
     what: str
     error: BaseException
     store: BaseStore
-    make_plan: Callable[[], Plan[Any]]
+    make_steps: Callable[[], StoreSteps[Any]]
     attempts: int = 0
 
 
@@ -232,7 +232,7 @@ class EpisodeWriter:
         return float(self.retry_delay * 2**attempt)
 
     def _give_up(
-        self, what: str, error: BaseException, store: BaseStore, make: Callable[[], Plan[Any]]
+        self, what: str, error: BaseException, store: BaseStore, make: Callable[[], StoreSteps[Any]]
     ) -> None:
         logger.error(
             "memory write %r failed after %d attempts and is kept in EpisodeWriter.failed: %r",
@@ -243,7 +243,7 @@ class EpisodeWriter:
         with self._lock:
             self.failed.append(FailedWrite(what, error, store, make, self.retries + 1))
 
-    def _run_sync(self, store: BaseStore, make: Callable[[], Plan[Any]], what: str) -> bool:
+    def _run_sync(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> bool:
         for attempt in range(self.retries + 1):
             try:
                 execute(store, make())
@@ -256,7 +256,7 @@ class EpisodeWriter:
                 time.sleep(self._delay(attempt))
         return False  # pragma: no cover
 
-    async def _run_async(self, store: BaseStore, make: Callable[[], Plan[Any]], what: str) -> bool:
+    async def _run_async(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> bool:
         for attempt in range(self.retries + 1):
             try:
                 await aexecute(store, make())
@@ -269,7 +269,7 @@ class EpisodeWriter:
                 await asyncio.sleep(self._delay(attempt))
         return False  # pragma: no cover
 
-    def submit(self, store: BaseStore, make: Callable[[], Plan[Any]], what: str) -> None:
+    def submit(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> None:
         """Write now (inline) or in the worker thread (background); never raises."""
         if not self.background:
             self._run_sync(store, make, what)
@@ -281,7 +281,7 @@ class EpisodeWriter:
             self._futures.add(future)
         future.add_done_callback(self._futures.discard)
 
-    async def asubmit(self, store: BaseStore, make: Callable[[], Plan[Any]], what: str) -> None:
+    async def asubmit(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> None:
         """Write now with the store's async API (inline), or hand it to the worker thread (background).
 
         Background writes run in the worker thread in both cases, so a write outlives the
@@ -313,7 +313,7 @@ class EpisodeWriter:
             pending, self.failed = self.failed, []
         done = 0
         for write in pending:
-            done += self._run_sync(write.store, write.make_plan, write.what)
+            done += self._run_sync(write.store, write.make_steps, write.what)
         return done
 
     async def aretry_failed(self) -> int:
@@ -322,7 +322,7 @@ class EpisodeWriter:
             pending, self.failed = self.failed, []
         done = 0
         for write in pending:
-            done += await self._run_async(write.store, write.make_plan, write.what)
+            done += await self._run_async(write.store, write.make_steps, write.what)
         return done
 
     def close(self) -> None:

@@ -7,8 +7,9 @@ Attach it through ``config["callbacks"]``::
 
 After each chat-model call that ends with an answer (no tool calls), it stores
 the exchange — the last user message, the tools called, the answer — as an
-episode (the same :func:`~langmem_plugin.services.remember_plan` the remember
-node runs, through the same :class:`~langmem_plugin.services.EpisodeWriter`).
+episode: an adapter over the turn service's
+:meth:`~langmem_plugin.services.turn.MemoryTurn.after_model`, the same call the
+remember node and the middleware make, through the same episode writer.
 It records retrievals: documents returned by retrievers and the results of
 the memory tools (``search_memory``, ``get_memory``) — see :attr:`records`.
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -34,86 +35,67 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.services._io import Plan
-from langmem_plugin.services.remember import episode_from_messages, remember_plan
-from langmem_plugin.surfaces._runtime import current_runtime
+from langmem_plugin.services.turn import MemoryTurn
+from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langgraph.store.base import BaseStore
 
-    from langmem_plugin.surfaces.memory import Memory
-
 __all__ = ["AsyncMemoryCallbackHandler", "MemoryCallbackHandler"]
 
-_RETRIEVING_TOOLS = {"search_memory", "get_memory"}
+#: The memory tools whose results are recorded as retrievals, by default name.
+RETRIEVING_TOOLS = ("search_memory", "get_memory")
 
-
-def _current_config() -> dict[str, Any]:
-    from langgraph.config import get_config
-
-    try:
-        return dict(get_config())
-    except RuntimeError:
-        return {}
+_Call = tuple[list[BaseMessage], Scope, "BaseStore"]
 
 
 class _Logic:
     """What both handlers do; only the write differs (sync or async)."""
 
-    memory: Memory
+    turn: MemoryTurn
 
-    def _setup(self, memory: Memory) -> None:
-        self.memory = memory
+    def _setup(self, turn: MemoryTurn, retrieving_tools: Iterable[str]) -> None:
+        self.turn = turn
         self.records: list[dict[str, Any]] = []
-        self._inputs: dict[UUID, list[BaseMessage]] = {}
+        self._calls: dict[UUID, _Call] = {}
         self._tools: dict[UUID, str] = {}
-        self._scopes: dict[UUID, Scope] = {}
         self._lock = threading.Lock()
-        renamed = memory.tool_names
-        self.tool_names = {renamed.get(kind, kind) for kind in _RETRIEVING_TOOLS}
-
-    def _scope(self, metadata: dict[str, Any] | None) -> Scope:
-        config = _current_config()
-        configurable = {k: v for k, v in (metadata or {}).items() if isinstance(v, str)}
-        configurable.update(config.get("configurable") or {})
-        return Scope.from_runtime(current_runtime(), {**config, "configurable": configurable})
+        self.tool_names = set(retrieving_tools)
 
     def _start(
         self, messages: list[list[BaseMessage]], run_id: UUID, metadata: dict[str, Any] | None
     ) -> None:
         if messages:
+            scope, store = resolve_scope_and_store(
+                None, self.turn.store, metadata=metadata, what="the memory callback handler"
+            )
             with self._lock:
-                self._inputs[run_id] = list(messages[0])
-                self._scopes[run_id] = self._scope(metadata)
+                self._calls[run_id] = (list(messages[0]), scope, store)
 
-    def _finish(self, response: LLMResult, run_id: UUID) -> tuple[BaseStore, Any, str] | None:
+    def _state(self, response: LLMResult, run_id: UUID) -> tuple[dict[str, Any], Scope, BaseStore] | None:
+        """The model call as a turn state (its input and its answer), with its scope and store."""
         with self._lock:
-            inputs = self._inputs.pop(run_id, None)
-            scope = self._scopes.pop(run_id, None)
-        if inputs is None or scope is None or not response.generations or not response.generations[0]:
+            call = self._calls.pop(run_id, None)
+        if call is None or not response.generations or not response.generations[0]:
             return None
         generation = response.generations[0][0]
         if not isinstance(generation, ChatGeneration) or not isinstance(generation.message, AIMessage):
             return None
-        answer = generation.message
-        if answer.tool_calls:
-            return None
-        episode = episode_from_messages([*inputs, answer])
-        if episode is None:
-            return None
-        memory = self.memory
-        compartments = memory.remember_config.compartments
+        inputs, scope, store = call
+        return {self.turn.keys.messages: [*inputs, generation.message]}, scope, store
 
-        def make() -> Plan[Any]:
-            return remember_plan(scope, memory.layout, episode, compartments=compartments)
+    def _stored(self, update: dict[str, Any] | None) -> None:
+        stored = (update or {}).get(self.turn.keys.memory_context, {}).get("stored")
+        if stored:
+            with self._lock:
+                self.records.append(
+                    {"event": "stored", "episode": stored["episode"], "compartments": stored["compartments"]}
+                )
 
-        key = episode.key(scope)
+    def _forget(self, run_id: UUID) -> None:
         with self._lock:
-            self.records.append(
-                {"event": "stored", "episode": key, "compartments": [c.value for c in compartments]}
-            )
-        return memory.store, make, f"episode {key}"
+            self._calls.pop(run_id, None)
 
     def _tool_start(self, serialized: dict[str, Any] | None, run_id: UUID, kwargs: dict[str, Any]) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name")
@@ -165,8 +147,8 @@ class MemoryCallbackHandler(_Logic, BaseCallbackHandler):
     run_inline = True  # run in the model's own thread and context (the graph's config is visible)
     raise_error = False
 
-    def __init__(self, memory: Memory) -> None:
-        self._setup(memory)
+    def __init__(self, turn: MemoryTurn, *, retrieving_tools: Iterable[str] = RETRIEVING_TOOLS) -> None:
+        self._setup(turn, retrieving_tools)
 
     def on_chat_model_start(
         self,
@@ -182,15 +164,13 @@ class MemoryCallbackHandler(_Logic, BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Store the exchange when the call ended with an answer."""
-        job = self._finish(response, run_id)
-        if job is not None:
-            self.memory.writer.submit(*job)
+        call = self._state(response, run_id)
+        if call is not None:
+            self._stored(self.turn.after_model(*call))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget the failed call's input."""
-        with self._lock:
-            self._inputs.pop(run_id, None)
-            self._scopes.pop(run_id, None)
+        self._forget(run_id)
 
     def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
@@ -213,8 +193,8 @@ class AsyncMemoryCallbackHandler(_Logic, AsyncCallbackHandler):
     run_inline = True
     raise_error = False
 
-    def __init__(self, memory: Memory) -> None:
-        self._setup(memory)
+    def __init__(self, turn: MemoryTurn, *, retrieving_tools: Iterable[str] = RETRIEVING_TOOLS) -> None:
+        self._setup(turn, retrieving_tools)
 
     async def on_chat_model_start(
         self,
@@ -230,15 +210,13 @@ class AsyncMemoryCallbackHandler(_Logic, AsyncCallbackHandler):
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Store the exchange when the call ended with an answer."""
-        job = self._finish(response, run_id)
-        if job is not None:
-            await self.memory.writer.asubmit(*job)
+        call = self._state(response, run_id)
+        if call is not None:
+            self._stored(await self.turn.aafter_model(*call))
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget the failed call's input."""
-        with self._lock:
-            self._inputs.pop(run_id, None)
-            self._scopes.pop(run_id, None)
+        self._forget(run_id)
 
     async def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any

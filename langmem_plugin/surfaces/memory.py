@@ -29,27 +29,23 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
-from langmem_plugin.core.scope import Scope
-from langmem_plugin.services._io import aexecute, execute
+from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS
-from langmem_plugin.services.recall import Recall, RecallConfig, recall_plan
-from langmem_plugin.services.remember import EpisodeWriter, RememberConfig
+from langmem_plugin.services.recall import Recall, RecallConfig
+from langmem_plugin.services.remember import RememberConfig
 from langmem_plugin.services.retrieval import HybridRetriever
-from langmem_plugin.surfaces.nodes import (
-    ModelNode,
-    RecallNode,
-    RememberNode,
-    StateKeys,
-    WindowConfig,
-    add_memory_agent,
-    model_messages,
+from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
+from langmem_plugin.surfaces.callbacks import (
+    RETRIEVING_TOOLS,
+    AsyncMemoryCallbackHandler,
+    MemoryCallbackHandler,
 )
+from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 if TYPE_CHECKING:
-    from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
 __all__ = ["Memory", "default_store", "scores_are_similarities"]
@@ -135,16 +131,21 @@ class Memory:
         if recall_config.model is None and model is not None:
             recall_config = dataclasses.replace(recall_config, model=model)
         self.recall_config = recall_config
-        self.retriever: HybridRetriever | None = (
-            HybridRetriever(self.store, recall_config.retrieval)
-            if recall_config.retrieval is not None
-            else None
-        )
         self.remember_config = remember or RememberConfig()
         self.model = model
         self.keys = keys or StateKeys()
         self.window = window
-        self.writer = EpisodeWriter.from_config(self.remember_config)
+        self.turn = MemoryTurn(
+            store=self.store,
+            layout=self.layout,
+            recall=recall_config,
+            remember=self.remember_config,
+            keys=self.keys,
+            window=window,
+            model=model,
+        )
+        self.writer = self.turn.writer
+        self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
         self._tool_options: dict[str, Any] = {
             "include": tuple(tools),
             "names": dict(tool_names or {}),
@@ -162,24 +163,12 @@ class Memory:
     @cached_property
     def recall_node(self) -> RecallNode:
         """The node to put before the model."""
-        return RecallNode(
-            store=self.store,
-            layout=self.layout,
-            config=self.recall_config,
-            keys=self.keys,
-            retriever=self.retriever,
-        )
+        return RecallNode(self.turn)
 
     @cached_property
     def remember_node(self) -> RememberNode:
         """The node to put after the model, where the run ends."""
-        return RememberNode(
-            store=self.store,
-            layout=self.layout,
-            config=self.remember_config,
-            writer=self.writer,
-            keys=self.keys,
-        )
+        return RememberNode(self.turn)
 
     @cached_property
     def tools(self) -> list[BaseTool]:
@@ -195,12 +184,7 @@ class Memory:
     ) -> ModelNode:
         """A model node: instructions + memory prompt + window; ``tools`` default to :attr:`tools`."""
         return ModelNode(
-            model,
-            tools=self.tools if tools is None else tools,
-            instructions=instructions,
-            keys=self.keys,
-            window=self.window,
-            token_model=self.model,
+            model, turn=self.turn, tools=self.tools if tools is None else tools, instructions=instructions
         )
 
     def add_to(
@@ -221,9 +205,7 @@ class Memory:
             remember=self.remember_node,
             tools=[*self.tools, *tools],
             instructions=instructions,
-            keys=self.keys,
-            window=self.window,
-            token_model=self.model,
+            turn=self.turn,
             names=names,
             connect=connect,
         )
@@ -232,27 +214,25 @@ class Memory:
         """An ``AgentMiddleware`` for ``langchain.agents.create_agent`` (needs ``langmem-plugin[agents]``)."""
         from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
-        return MemoryMiddleware(self)
+        return MemoryMiddleware(self.turn)
 
     def callback_handler(self) -> MemoryCallbackHandler:
         """A sync callback handler for ``config["callbacks"]`` (stores episodes, records retrievals)."""
-        from langmem_plugin.surfaces.callbacks import MemoryCallbackHandler
-
-        return MemoryCallbackHandler(self)
+        return MemoryCallbackHandler(self.turn, retrieving_tools=self._retrieving_tools())
 
     def async_callback_handler(self) -> AsyncMemoryCallbackHandler:
         """The async callback handler, for ``ainvoke``/``astream`` runs."""
-        from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler
+        return AsyncMemoryCallbackHandler(self.turn, retrieving_tools=self._retrieving_tools())
 
-        return AsyncMemoryCallbackHandler(self)
+    def _retrieving_tools(self) -> list[str]:
+        renamed = self.tool_names
+        return [renamed.get(kind, kind) for kind in RETRIEVING_TOOLS]
 
     # -- direct use ---------------------------------------------------------------------------
 
     def messages_for_model(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
         """The messages your own model node should send: system (instructions + memory) + window."""
-        return model_messages(
-            state, instructions=instructions, keys=self.keys, window=self.window, model=self.model
-        )
+        return self.turn.model_messages(state, instructions=instructions)
 
     def recall(
         self,
@@ -263,19 +243,8 @@ class Memory:
         run_memory: Sequence[Any] | None = None,
     ) -> Recall:
         """Recall outside a graph, for the scope in ``config``."""
-        scope = Scope.from_config(config)
-        return execute(
-            self.store,
-            recall_plan(
-                scope,
-                self.layout,
-                messages,
-                config=self.recall_config,
-                plan=plan,
-                run_memory=run_memory,
-                retriever=self.retriever,
-            ),
-        )
+        scope = resolve_scope(config or {})
+        return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory)
 
     async def arecall(
         self,
@@ -286,19 +255,8 @@ class Memory:
         run_memory: Sequence[Any] | None = None,
     ) -> Recall:
         """Async :meth:`recall`."""
-        scope = Scope.from_config(config)
-        return await aexecute(
-            self.store,
-            recall_plan(
-                scope,
-                self.layout,
-                messages,
-                config=self.recall_config,
-                plan=plan,
-                run_memory=run_memory,
-                retriever=self.retriever,
-            ),
-        )
+        scope = resolve_scope(config or {})
+        return await self.turn.arecall(scope, self.store, messages, plan=plan, run_memory=run_memory)
 
     def add_documents(
         self,
