@@ -197,24 +197,23 @@ class MemoryTurn:
         messages = state_value(state, self.keys.messages) or []
         return bool(messages) and isinstance(messages[-1], HumanMessage)
 
-    def _before_model_steps(self, state: Any, scope: Scope, store: BaseStore) -> StoreSteps[dict[str, Any]]:
+    def _recall_input(self, state: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
         keys = self.keys
-        recall = yield from self.recall_steps(
-            scope,
-            store,
-            state_value(state, keys.messages) or [],
-            plan=state_value(state, keys.plan),
-            run_memory=state_value(state, keys.run_memory),
-        )
-        return {keys.memory_prompt: recall.prompt, keys.memory_context: recall.record()}
+        extra = {"plan": state_value(state, keys.plan), "run_memory": state_value(state, keys.run_memory)}
+        return list(state_value(state, keys.messages) or []), extra
+
+    def _update(self, recall: Recall) -> dict[str, Any]:
+        return {self.keys.memory_prompt: recall.prompt, self.keys.memory_context: recall.record()}
 
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
-        return execute(store, self._before_model_steps(state, scope, store))
+        messages, extra = self._recall_input(state)
+        return self._update(self.recall(scope, store, messages, **extra))
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
-        return await aexecute(store, self._before_model_steps(state, scope, store))
+        messages, extra = self._recall_input(state)
+        return self._update(await self.arecall(scope, store, messages, **extra))
 
     def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
         """The system prompt: ``instructions``, then the memory prompt recall put in state."""
