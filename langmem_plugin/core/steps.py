@@ -38,33 +38,40 @@ T = TypeVar("T")
 Steps: TypeAlias = Generator[R, Any, T]
 
 
+def _advance(steps: Generator[R, Any, T], result: Any = None, error: BaseException | None = None) -> Any:
+    """Hand ``steps`` a result (or throw it an error): its next request, or ``_Done`` with its answer."""
+    try:
+        return steps.throw(error) if error is not None else steps.send(result)
+    except StopIteration as stop:
+        return _Done(stop.value)
+
+
+class _Done:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def run_steps(steps: Generator[R, Any, T], do: Callable[[R], Any]) -> T:
     """Drive ``steps`` to the end, carrying out each request with the blocking ``do``."""
-    try:
-        request = next(steps)
-        while True:
-            try:
-                result = do(request)
-            except BaseException as exc:  # handed to the step that asked; re-raised unless it handles it
-                request = steps.throw(exc)
-            else:
-                request = steps.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+    request = _advance(steps)
+    while not isinstance(request, _Done):
+        try:
+            request = _advance(steps, do(request))
+        except BaseException as exc:
+            request = _advance(steps, error=exc)
+    value: T = request.value
+    return value
 
 
 async def arun_steps(steps: Generator[R, Any, T], do: Callable[[R], Awaitable[Any]]) -> T:
     """Drive ``steps`` to the end, carrying out each request with the awaited ``do``."""
-    try:
-        request = next(steps)
-        while True:
-            try:
-                result = await do(request)
-            except BaseException as exc:  # handed to the step that asked; re-raised unless it handles it
-                request = steps.throw(exc)
-            else:
-                request = steps.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+    request = _advance(steps)
+    while not isinstance(request, _Done):
+        try:
+            request = _advance(steps, await do(request))
+        except BaseException as exc:
+            request = _advance(steps, error=exc)
+    value: T = request.value
+    return value
