@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import numpy as np
 from langgraph.checkpoint.base import CheckpointTuple
@@ -51,8 +51,6 @@ from langmem_plugin.stores.checkpointer._log import (
 from langmem_plugin.stores.checkpointer._state import StoreState
 
 __all__ = ["StoreSteps"]
-
-T = TypeVar("T")
 
 _REFRESH_FRACTION = 0.01  # a read refreshes an expiry only when it moves by at least 1% of the TTL
 

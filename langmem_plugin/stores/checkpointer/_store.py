@@ -286,6 +286,7 @@ class CheckpointerStore(BaseStore):
     # ------------------------------------------------------------------ the I/O, sync and async
 
     def _check_sync(self) -> None:
+        """The deadlock guard: refuse a sync call that would block on an async-only saver's own loop."""
         loop = getattr(self.checkpointer, "loop", None)
         if not isinstance(loop, asyncio.AbstractEventLoop):
             return
