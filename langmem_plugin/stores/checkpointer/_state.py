@@ -1,315 +1,35 @@
-"""The in-process side of :class:`~langmem_plugin.stores.checkpointer.CheckpointerStore`. Pure: no I/O.
+"""The folded state of a :class:`~langmem_plugin.stores.checkpointer.CheckpointerStore`. Pure: no I/O.
 
-- the record codec: what one item version looks like inside a checkpoint;
-- :class:`StoreState`: the live items, every item's version references, and
-  the search indexes (a numpy matrix of unit vectors, Qdrant's BM25), folded
-  from the checkpoint log on open and kept in step with each write.
+:class:`StoreState` holds the live items, every item's version references, and
+the search indexes (a numpy matrix of unit vectors, Qdrant's BM25), folded from
+the checkpoint log on open and kept in step with each write.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from langgraph.store.base import Item, SearchItem
 
 from langmem_plugin.core.lexical import BM25Index
 from langmem_plugin.stores._common import index_texts, namespace_matches
+from langmem_plugin.stores.checkpointer._entries import (
+    Entry,
+    IndexArg,
+    Mode,
+    VersionRef,
+    entry_from_record,
+    lexical_text,
+    ref_from_record,
+)
+from langmem_plugin.stores.checkpointer._log import parse_time
+from langmem_plugin.stores.checkpointer._vectors import VectorIndex, rrf, top_indices
 
-__all__ = [
-    "Entry",
-    "Mode",
-    "StoreState",
-    "VectorIndex",
-    "VersionRef",
-    "copy_json",
-    "decode_vectors",
-    "encode_vectors",
-    "lexical_text",
-    "namespace_thread",
-    "parse_time",
-    "registry_thread",
-]
-
-Mode = Literal["semantic", "lexical", "hybrid"]
-IndexArg = Literal[False] | list[str] | None
-
-_THREAD_PREFIX = "langmem_plugin.store"
-_RRF_K = 60.0
-
-
-# --------------------------------------------------------------------------- mapping
-
-
-def namespace_thread(name: str, namespace: Sequence[str]) -> str:
-    """The reserved checkpoint thread that holds ``namespace``'s log.
-
-    >>> namespace_thread("store", ("users", "u1"))
-    'langmem_plugin.store:store:["users","u1"]'
-    """
-    return f"{_THREAD_PREFIX}:{name}:" + json.dumps(
-        list(namespace), ensure_ascii=False, separators=(",", ":")
-    )
-
-
-def registry_thread(name: str) -> str:
-    """The reserved thread that lists every namespace thread of the store called ``name``."""
-    return f"{_THREAD_PREFIX}:{name}:registry"
-
-
-def parse_time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
-
-
-def encode_vectors(vectors: np.ndarray | None) -> bytes | None:
-    return None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32).tobytes()
-
-
-def decode_vectors(data: bytes | None, dims: int) -> np.ndarray | None:
-    if not data:
-        return None
-    array = np.frombuffer(data, dtype=np.float32)
-    if array.size % dims:
-        return None
-    return array.reshape(-1, dims)
-
-
-def copy_json(obj: Any) -> Any:
-    """A deep copy of a JSON value (faster than ``copy.deepcopy``)."""
-    if isinstance(obj, dict):
-        return {k: copy_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [copy_json(v) for v in obj]
-    return obj
-
-
-def _leaves(obj: Any, out: list[str]) -> None:
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _leaves(v, out)
-    elif isinstance(obj, list):
-        for v in obj:
-            _leaves(v, out)
-    elif isinstance(obj, str):
-        out.append(obj)
-    elif obj is not None and not isinstance(obj, bool):
-        out.append(str(obj))
-
-
-def lexical_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
-    """The text BM25 indexes: the fields' texts, or every string/number in the value when no fields."""
-    if not fields or list(fields) == ["$"]:
-        out: list[str] = []
-        _leaves(value, out)
-        return "\n".join(out)
-    return "\n".join(index_texts(value, fields))
-
-
-# --------------------------------------------------------------------------- vectors
-
-
-class VectorIndex:
-    """Unit vectors in one growing float32 matrix; an item (slot) may own several rows (one per text)."""
-
-    def __init__(self, dims: int) -> None:
-        self.dims = dims
-        self._matrix = np.zeros((64, dims), dtype=np.float32)
-        self._owner = np.full(64, -1, dtype=np.int64)
-        self._size = 0
-        self._free: list[int] = []
-        self._rows: dict[int, list[int]] = {}
-        self._multi = 0  # slots with more than one row
-
-    def __contains__(self, slot: int) -> bool:
-        return slot in self._rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def _reserve(self, extra: int) -> None:
-        needed = self._size + extra
-        if needed <= len(self._owner):
-            return
-        capacity = max(needed, 2 * len(self._owner))
-        matrix = np.zeros((capacity, self.dims), dtype=np.float32)
-        matrix[: self._size] = self._matrix[: self._size]
-        owner = np.full(capacity, -1, dtype=np.int64)
-        owner[: self._size] = self._owner[: self._size]
-        self._matrix, self._owner = matrix, owner
-
-    def set(self, slot: int, vectors: np.ndarray) -> None:
-        """Index ``vectors`` (rows) for ``slot``, replacing what it had."""
-        self.set_many([slot], [vectors])
-
-    def set_many(self, slots: Sequence[int], groups: Sequence[np.ndarray]) -> None:
-        """Index each slot's vectors (one matrix copy for all of them)."""
-        for slot in slots:
-            self.remove(slot)
-        groups = [np.asarray(g, dtype=np.float32).reshape(-1, self.dims) for g in groups]
-        total = sum(len(g) for g in groups)
-        if not total:
-            return
-        stacked = np.concatenate(groups)
-        norms = np.linalg.norm(stacked, axis=1, keepdims=True)
-        stacked /= np.where(norms == 0, 1.0, norms)
-        reuse = min(len(self._free), total)
-        rows = [self._free.pop() for _ in range(reuse)]
-        self._reserve(total - reuse)
-        rows += range(self._size, self._size + total - reuse)
-        self._size += total - reuse
-        row_array = np.asarray(rows, dtype=np.int64)
-        self._matrix[row_array] = stacked
-        start = 0
-        for slot, group in zip(slots, groups, strict=True):
-            if not len(group):
-                continue
-            mine = rows[start : start + len(group)]
-            self._owner[mine] = slot
-            self._rows[slot] = mine
-            self._multi += len(mine) > 1
-            start += len(group)
-
-    def remove(self, slot: int) -> None:
-        rows = self._rows.pop(slot, None)
-        if rows is None:
-            return
-        self._multi -= len(rows) > 1
-        self._owner[rows] = -1
-        self._matrix[rows] = 0.0
-        self._free.extend(rows)
-
-    def best(self, query: np.ndarray, slots: np.ndarray, n_slots: int) -> np.ndarray:
-        """The best cosine of each slot's vectors with ``query`` (NaN for a slot without vectors)."""
-        norm = float(np.linalg.norm(query))
-        unit = (query / norm if norm else query).astype(np.float32)
-        out = np.full(len(slots), np.nan)
-        if not len(slots) or not self._rows:
-            return out
-        if len(slots) * 4 < self._size:  # a narrow search: score only the candidates' rows
-            for i, slot in enumerate(slots.tolist()):
-                rows = self._rows.get(slot)
-                if rows is not None:
-                    out[i] = float(np.max(self._matrix[rows] @ unit))
-            return out
-        owners = self._owner[: self._size]
-        live = owners >= 0
-        scores = (self._matrix[: self._size] @ unit)[live].astype(np.float64)  # a view: no matrix copy
-        per_slot = np.full(n_slots, -np.inf)
-        if self._multi:
-            np.maximum.at(per_slot, owners[live], scores)
-        else:
-            per_slot[owners[live]] = scores
-        best: np.ndarray = per_slot[slots]
-        best[np.isneginf(best)] = np.nan
-        return best
-
-
-def top_indices(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest ``values`` *and every tie of the k-th* (unordered); NaN never."""
-    candidates = np.nonzero(~np.isnan(values))[0]
-    if len(candidates) <= k:
-        return candidates
-    picked = values[candidates]
-    kth = np.partition(picked, len(picked) - k)[len(picked) - k]
-    chosen: np.ndarray = candidates[picked >= kth]
-    return chosen
-
-
-# --------------------------------------------------------------------------- state
-
-
-@dataclass(slots=True)
-class Entry:
-    """A live item and what the indexes need to know about it."""
-
-    namespace: tuple[str, ...]
-    key: str
-    value: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    ttl: float | None
-    index: IndexArg
-    checkpoint_id: str
-    slot: int = -1
-    updated_ts: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.updated_ts = self.updated_at.timestamp()
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-    def item(self) -> Item:
-        return Item(
-            value=copy_json(self.value),
-            key=self.key,
-            namespace=self.namespace,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-        )
-
-    def search_item(self, score: float | None) -> SearchItem:
-        return SearchItem(
-            namespace=self.namespace,
-            key=self.key,
-            value=copy_json(self.value),
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-            score=score,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class VersionRef:
-    """One version of an item in the log: its checkpoint, whether it is a deletion, and when."""
-
-    checkpoint_id: str
-    deleted: bool
-    at: datetime
-
-
-def entry_from_record(
-    namespace: tuple[str, ...],
-    key: str,
-    cid: str,
-    record: Mapping[str, Any],
-    value: dict[str, Any] | None = None,
-) -> Entry:
-    """The live entry a put record describes (``value``: the record's value already decoded)."""
-    created = parse_time(record["created_at"])
-    updated = parse_time(record["updated_at"])
-    assert created is not None
-    assert updated is not None
-    return Entry(
-        namespace=namespace,
-        key=key,
-        value=json.loads(record["value"]) if value is None else value,
-        created_at=created,
-        updated_at=updated,
-        expires_at=parse_time(record.get("expires_at")),
-        ttl=record.get("ttl"),
-        index=record.get("index"),
-        checkpoint_id=cid,
-    )
-
-
-def ref_from_record(cid: str, record: Mapping[str, Any]) -> VersionRef | None:
-    """The version reference of a put or delete record (None for a TTL refresh)."""
-    if record["op"] == "put":
-        at = parse_time(record["updated_at"])
-    elif record["op"] == "delete":
-        at = parse_time(record["at"])
-    else:
-        return None
-    assert at is not None
-    return VersionRef(cid, record["op"] == "delete", at)
+__all__ = ["StoreState"]
 
 
 class StoreState:
@@ -576,7 +296,7 @@ class StoreState:
                 )
             lexical = per_slot[slots]
         if semantic is not None and lexical is not None:
-            return _rrf(semantic, lexical)
+            return rrf(semantic, lexical)
         if semantic is not None:
             return semantic
         if lexical is not None:
@@ -644,14 +364,3 @@ class StoreState:
 
     def keys_ever(self, namespace: tuple[str, ...]) -> list[str]:
         return sorted(k for (ns, k) in self.versions if ns == namespace)
-
-
-def _rrf(semantic: np.ndarray, lexical: np.ndarray) -> np.ndarray:
-    """Reciprocal-rank fusion (k=60) of two score arrays over the same candidates (NaN: not ranked)."""
-    fused = np.full(len(semantic), np.nan)
-    for scores in (semantic, lexical):
-        ranked = np.nonzero(~np.isnan(scores))[0]
-        ranked = ranked[np.argsort(-scores[ranked], kind="stable")]
-        contribution = 1.0 / (_RRF_K + np.arange(1, len(ranked) + 1))
-        fused[ranked] = np.where(np.isnan(fused[ranked]), 0.0, fused[ranked]) + contribution
-    return fused

@@ -1,0 +1,351 @@
+"""A batch of store ops as steps: load the log, embed, read, prepare the records, write the checkpoints.
+
+Pure: nothing here does I/O. Each method that needs the saver or the
+embeddings is *steps* (``langmem_plugin.core.steps``): it yields a request
+from ``_log`` and receives its result; ``_store`` drives the steps with a
+blocking or an awaited executor.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, cast
+
+import numpy as np
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
+
+from langmem_plugin.core.steps import Steps
+from langmem_plugin.stores._common import (
+    Clock,
+    TTLSettings,
+    apply_list_namespaces,
+    compile_filter,
+    expiry,
+    final_puts,
+    validate_namespace,
+    validate_op,
+    validate_value,
+)
+from langmem_plugin.stores.checkpointer._entries import Entry, Mode
+from langmem_plugin.stores.checkpointer._log import (
+    Embed,
+    EmbedQuery,
+    ListCheckpoints,
+    PutCheckpoint,
+    Request,
+    Write,
+    checkpoint_request,
+    decode_vectors,
+    encode_vectors,
+    namespace_thread,
+    registry_thread,
+    thread_config,
+)
+from langmem_plugin.stores.checkpointer._state import StoreState
+
+__all__ = ["StoreSteps"]
+
+_REFRESH_FRACTION = 0.01  # a read refreshes an expiry only when it moves by at least 1% of the TTL
+
+
+class StoreSteps:
+    """Everything a :class:`CheckpointerStore` does that is not I/O: its settings, lock and folded state.
+
+    Args:
+        name: the store's name among the saver's threads.
+        mode, dims, fields: the search settings (validated by the store).
+        ttl: the TTL settings.
+        clock: returns the current time (timezone-aware UTC).
+        on_load: called once the log has been read (the store starts its TTL sweeper).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        mode: Mode,
+        dims: int | None,
+        fields: list[str] | None,
+        ttl: TTLSettings,
+        clock: Clock,
+        on_load: Callable[[], None],
+    ) -> None:
+        self.name = name
+        self.mode: Mode = mode
+        self.dims = dims
+        self.fields = fields
+        self.ttl = ttl
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.state: StoreState | None = None
+        self._on_load = on_load
+
+    def require_state(self) -> StoreState:
+        state = self.state
+        assert state is not None
+        return state
+
+    # ------------------------------------------------------------------ open: fold the log
+
+    def load(self) -> Steps[Request, None]:
+        """Read the registry and every namespace thread, fold them, build the indexes (once)."""
+        if self.state is not None:
+            return
+        state = StoreState(mode=self.mode, dims=self.dims, fields=self.fields)
+        registry = yield ListCheckpoints(thread_config(registry_thread(self.name)))
+        namespaces: set[tuple[str, ...]] = set()
+        for saved in cast(list[CheckpointTuple], registry):
+            for labels in saved.checkpoint["channel_values"].values():
+                namespaces.add(tuple(labels))
+        state.begin_load()
+        for namespace in sorted(namespaces):
+            thread = namespace_thread(self.name, namespace)
+            saved_list = cast(list[CheckpointTuple], (yield ListCheckpoints(thread_config(thread))))
+            saved_list.sort(key=lambda t: t.checkpoint["id"])
+            with _gc_paused():  # folding creates many small objects: the collector only slows it down
+                for saved in saved_list:
+                    self._fold(state, namespace, saved)
+            if saved_list:
+                state.heads[thread] = saved_list[-1].checkpoint["id"]
+            state.registered.add(namespace)
+        with _gc_paused():
+            missing = state.finish_load()
+        if missing:  # written without (or with other) embeddings: embed once now
+            texts = [state.texts_for(e.value, e.index) for e in missing]
+            flat = yield Embed([t for group in texts for t in group])
+            vectors = np.asarray(flat, dtype=np.float32)
+            bounds = np.cumsum([0] + [len(group) for group in texts])
+            assert state.vectors is not None
+            state.vectors.set_many(
+                [e.slot for e in missing],
+                [vectors[a:b] for a, b in itertools.pairwise(bounds)],
+            )
+        with self.lock:
+            if self.state is None:
+                self.state = state
+        self._on_load()
+
+    def _fold(self, state: StoreState, namespace: tuple[str, ...], saved: CheckpointTuple) -> None:
+        cid = saved.checkpoint["id"]
+        vectors_ok = state.vectors is not None
+        for key, record in saved.checkpoint["channel_values"].items():
+            vectors = None
+            # vectors made with other dims or fields are not reused: finish_load embeds again
+            if (
+                vectors_ok
+                and record["op"] == "put"
+                and record.get("dims") == self.dims
+                and record.get("fields") == state.fields_for(record.get("index"))
+            ):
+                assert self.dims is not None
+                vectors = decode_vectors(record.get("vectors"), self.dims)
+            state.apply(namespace, key, cid, record, vectors)
+
+    # ------------------------------------------------------------------ a batch
+
+    def batch(self, ops: list[Op]) -> Steps[Request, list[Result]]:
+        """Results in op order; reads see the state before the batch's writes; the last put to a key wins."""
+        puts: list[tuple[int, PutOp]] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                validate_namespace(op.namespace)
+                if op.value is not None:
+                    puts.append((i, op._replace(value=validate_value(op.value))))
+                else:
+                    puts.append((i, op))
+            else:
+                validate_op(op)
+        yield from self.load()
+        state = self.require_state()
+        winners = [op for _, op in sorted(final_puts(puts).values(), key=lambda t: t[0])]
+        # embeddings first (no lock held during I/O)
+        texts = [state.texts_for(op.value, op.index) if op.value is not None else [] for op in winners]
+        flat = [t for group in texts for t in group]
+        doc_vectors = np.asarray((yield Embed(flat)), dtype=np.float32) if flat else None
+        query_vectors: dict[int, np.ndarray] = {}
+        if state.vectors is not None:
+            for i, op in enumerate(ops):
+                if isinstance(op, SearchOp) and op.query:
+                    query_vectors[i] = np.asarray((yield EmbedQuery(op.query)), dtype=np.float32)
+        with self.lock:
+            now = self.clock()
+            results, refreshes = self._read(state, ops, query_vectors, now)
+            writes: list[Write] = []
+            start = 0
+            put_keys = set()
+            for op, group in zip(winners, texts, strict=True):
+                vectors = None
+                if doc_vectors is not None and group:
+                    vectors = doc_vectors[start : start + len(group)]
+                    start += len(group)
+                write = self.prepare_put(state, op, vectors, now)
+                put_keys.add((tuple(op.namespace), op.key))
+                if write is not None:
+                    writes.append(write)
+            writes.extend(w for w in refreshes if (w.namespace, w.key) not in put_keys)
+        yield from self.write(state, writes)
+        return results
+
+    def _read(
+        self, state: StoreState, ops: list[Op], query_vectors: dict[int, np.ndarray], now: datetime
+    ) -> tuple[list[Result], list[Write]]:
+        """The results of the batch's reads, and the TTL refreshes they call for."""
+        results: list[Result] = []
+        refresh: dict[tuple[tuple[str, ...], str], Entry] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                entry = state.live(tuple(op.namespace), op.key, now)
+                results.append(entry.item() if entry is not None else None)
+                if entry is not None and self.ttl.refresh(op.refresh_ttl):
+                    refresh[(entry.namespace, entry.key)] = entry
+            elif isinstance(op, SearchOp):
+                page = state.search(
+                    tuple(op.namespace_prefix),
+                    compile_filter(op.filter) if op.filter else None,
+                    op.query,
+                    query_vectors.get(i),
+                    limit=op.limit,
+                    offset=op.offset,
+                    now=now,
+                )
+                results.append([e.search_item(score) for e, score in page])
+                if self.ttl.refresh(op.refresh_ttl):
+                    for e, _ in page:
+                        refresh[(e.namespace, e.key)] = e
+            elif isinstance(op, ListNamespacesOp):
+                results.append(apply_list_namespaces(state.live_namespaces(now), op))
+            else:
+                results.append(None)
+        writes = []
+        for entry in refresh.values():
+            if entry.ttl is None or entry.expires_at is None:
+                continue
+            new_expiry = expiry(now, entry.ttl)
+            assert new_expiry is not None
+            if (new_expiry - entry.expires_at).total_seconds() < entry.ttl * 60 * _REFRESH_FRACTION:
+                continue
+            writes.append(
+                Write(
+                    entry.namespace,
+                    entry.key,
+                    {"op": "refresh", "of": entry.checkpoint_id, "expires_at": new_expiry.isoformat()},
+                )
+            )
+        return results, writes
+
+    def prepare_put(
+        self,
+        state: StoreState,
+        op: PutOp,
+        vectors: np.ndarray | None,
+        now: datetime,
+        *,
+        reason: str | None = None,
+    ) -> Write | None:
+        """The record a put (or a deletion: ``op.value is None``) writes; None when it writes nothing."""
+        namespace = tuple(op.namespace)
+        if op.value is None:
+            if state.present(namespace, op.key) is None:
+                return None  # deleting what is not there writes nothing (no phantom history)
+            return Write(
+                namespace, op.key, {"op": "delete", "at": now.isoformat(), "reason": reason or "delete"}
+            )
+        previous = state.live(namespace, op.key, now)
+        created = previous.created_at if previous is not None else now
+        expires = expiry(now, op.ttl)
+        record: dict[str, Any] = {
+            "op": "put",
+            "value": json.dumps(op.value, ensure_ascii=False, allow_nan=False),
+            "created_at": created.isoformat(),
+            "updated_at": now.isoformat(),
+            "expires_at": expires.isoformat() if expires else None,
+            "ttl": op.ttl,
+            "index": op.index if op.index is False else (list(op.index) if op.index else None),
+            "reason": reason or "put",
+        }
+        if vectors is not None:
+            record["vectors"] = encode_vectors(vectors)
+            record["dims"] = self.dims
+            record["fields"] = state.fields_for(record["index"])
+        return Write(namespace, op.key, record, vectors, cast(dict[str, Any], op.value))
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, state: StoreState, writes: list[Write]) -> Steps[Request, None]:
+        """Write one checkpoint per namespace (registering new namespaces first), applying each once written.
+
+        Each checkpoint is applied to memory as soon as the saver acknowledges it, so
+        a failure part-way leaves memory agreeing with what was written.
+        """
+        if not writes:
+            return
+        by_namespace: dict[tuple[str, ...], list[Write]] = {}
+        for w in writes:
+            by_namespace.setdefault(w.namespace, []).append(w)
+        checkpoints: list[tuple[PutCheckpoint, list[tuple[Any, ...]]]] = []
+        with self.lock:
+            new = [ns for ns in by_namespace if ns not in state.registered]
+            now_text = self.clock().isoformat()
+            if new:
+                registry = registry_thread(self.name)
+                channels = {namespace_thread(self.name, ns): list(ns) for ns in new}
+                checkpoints.append((self._checkpoint(state, registry, channels, now_text), []))
+                state.registered.update(new)
+            for namespace, group in by_namespace.items():
+                thread = namespace_thread(self.name, namespace)
+                put = self._checkpoint(state, thread, {w.key: w.record for w in group}, now_text)
+                cid = put.checkpoint["id"]
+                checkpoints.append(
+                    (put, [(namespace, w.key, cid, w.record, w.vectors, w.value) for w in group])
+                )
+        written = 0
+        try:
+            for request, applied in checkpoints:
+                yield request
+                written += 1
+                with self.lock:
+                    state.apply_many(applied)
+        except BaseException:
+            if new and written == 0:  # the registry checkpoint itself failed
+                with self.lock:
+                    state.registered.difference_update(new)
+            raise
+
+    def _checkpoint(self, state: StoreState, thread: str, channels: dict[str, Any], ts: str) -> PutCheckpoint:
+        """The next checkpoint of ``thread``, child of its head; it becomes the head."""
+        put = checkpoint_request(thread, channels, ts, parent=state.heads.get(thread))
+        state.heads[thread] = put.checkpoint["id"]
+        return put
+
+    def sweep(self) -> Steps[Request, int]:
+        """Write the deletion (reason ``"expired"``) of every expired item; returns how many."""
+        yield from self.load()
+        state = self.require_state()
+        with self.lock:
+            now = self.clock()
+            writes = [
+                Write(e.namespace, e.key, {"op": "delete", "at": now.isoformat(), "reason": "expired"})
+                for entries in state.items.values()
+                for e in entries.values()
+                if e.expired(now)
+            ]
+        yield from self.write(state, writes)
+        return len(writes)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -1,0 +1,165 @@
+"""The store's log inside a checkpointer: thread names, records, checkpoints, and the I/O requests.
+
+Pure: nothing here does I/O. The steps of the store (``_batch``, ``_history``)
+yield the requests defined here; ``_store`` carries them out against the saver
+and the embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+
+__all__ = [
+    "Embed",
+    "EmbedQuery",
+    "GetCheckpoint",
+    "ListCheckpoints",
+    "PutCheckpoint",
+    "Request",
+    "Write",
+    "checkpoint_request",
+    "decode_vectors",
+    "encode_vectors",
+    "namespace_thread",
+    "parse_time",
+    "registry_thread",
+    "thread_config",
+]
+
+_THREAD_PREFIX = "langmem_plugin.store"
+
+
+# --------------------------------------------------------------------------- thread names
+
+
+def namespace_thread(name: str, namespace: Sequence[str]) -> str:
+    """The reserved checkpoint thread that holds ``namespace``'s log.
+
+    >>> namespace_thread("store", ("users", "u1"))
+    'langmem_plugin.store:store:["users","u1"]'
+    """
+    return f"{_THREAD_PREFIX}:{name}:" + json.dumps(
+        list(namespace), ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def registry_thread(name: str) -> str:
+    """The reserved thread that lists every namespace thread of the store called ``name``."""
+    return f"{_THREAD_PREFIX}:{name}:registry"
+
+
+def thread_config(thread: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    """The config that addresses ``thread`` (checkpoint namespace ``""``), or one checkpoint of it."""
+    configurable: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+# --------------------------------------------------------------------------- record codec
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def encode_vectors(vectors: np.ndarray | None) -> bytes | None:
+    return None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32).tobytes()
+
+
+def decode_vectors(data: bytes | None, dims: int) -> np.ndarray | None:
+    if not data:
+        return None
+    array = np.frombuffer(data, dtype=np.float32)
+    if array.size % dims:
+        return None
+    return array.reshape(-1, dims)
+
+
+@dataclass(slots=True)
+class Write:
+    """One record to write: the channel ``key`` of namespace ``namespace``'s next checkpoint."""
+
+    namespace: tuple[str, ...]
+    key: str
+    record: dict[str, Any]
+    vectors: np.ndarray | None = None
+    value: dict[str, Any] | None = None  # a put's value, already a private copy
+
+
+# --------------------------------------------------------------------------- I/O requests
+
+
+@dataclass(frozen=True, slots=True)
+class PutCheckpoint:
+    """Write one checkpoint (``BaseCheckpointSaver.put``)."""
+
+    config: RunnableConfig
+    checkpoint: Any
+    metadata: Any
+    versions: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ListCheckpoints:
+    """List a thread's checkpoints (``BaseCheckpointSaver.list``)."""
+
+    config: RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GetCheckpoint:
+    """Read one checkpoint (``BaseCheckpointSaver.get_tuple``); the answer may be None."""
+
+    config: RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Embed:
+    """Embed documents (``Embeddings.embed_documents``)."""
+
+    texts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedQuery:
+    """Embed a search query (``Embeddings.embed_query``)."""
+
+    text: str
+
+
+Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQuery
+
+
+def checkpoint_request(thread: str, channels: dict[str, Any], ts: str, parent: str | None) -> PutCheckpoint:
+    """The request that writes a new checkpoint of ``thread`` holding only ``channels``.
+
+    Each channel's version is the new checkpoint's id; ``parent`` is the thread's
+    previous checkpoint, if any.
+    """
+    cid = str(uuid6(clock_seq=0))
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = cid
+    checkpoint["ts"] = ts
+    checkpoint["channel_values"] = channels
+    checkpoint["channel_versions"] = dict.fromkeys(channels, cid)
+    checkpoint["updated_channels"] = list(channels)
+    config = thread_config(thread)
+    if parent is not None:
+        config["configurable"]["checkpoint_id"] = parent
+    metadata = {
+        "source": "update",
+        "step": -1,
+        "parents": {},
+        "writer": "langmem_plugin.CheckpointerStore",
+    }
+    return PutCheckpoint(config, checkpoint, metadata, dict.fromkeys(channels, cid))

@@ -1,0 +1,376 @@
+"""The CheckpointerStore class: configuration, lifecycle, and the I/O that carries out its steps.
+
+Everything that is not I/O lives in ``_batch`` (a batch of ops) and ``_history``
+(history, restore, rollback); this module runs those steps with
+:func:`~langmem_plugin.core.steps.run_steps` (blocking saver and embeddings) or
+:func:`~langmem_plugin.core.steps.arun_steps` (their async methods), and
+translates the saver's exceptions at one choke point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Literal, TypeVar, cast
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base.embed import ensure_embeddings
+
+from langmem_plugin.core.embeddings import resolve_embeddings
+from langmem_plugin.core.steps import Steps, arun_steps, run_steps
+from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores.checkpointer import _history
+from langmem_plugin.stores.checkpointer._batch import StoreSteps
+from langmem_plugin.stores.checkpointer._entries import Mode
+from langmem_plugin.stores.checkpointer._history import ItemVersion
+from langmem_plugin.stores.checkpointer._log import (
+    Embed,
+    EmbedQuery,
+    GetCheckpoint,
+    ListCheckpoints,
+    PutCheckpoint,
+    Request,
+)
+
+__all__ = ["CheckpointerIndexConfig", "CheckpointerStore"]
+
+T = TypeVar("T")
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class CheckpointerIndexConfig(IndexConfig, total=False):
+    """``IndexConfig`` plus the search mode of a :class:`CheckpointerStore`."""
+
+    mode: Mode
+    """``"semantic"`` (default with ``embed``), ``"lexical"`` (BM25 over ``fields``) or ``"hybrid"``."""
+
+
+class CheckpointerStore(BaseStore):
+    """A ``BaseStore`` kept in a LangGraph checkpointer, with history (see the package docstring).
+
+    Args:
+        checkpointer: any ``BaseCheckpointSaver`` — ``InMemorySaver``, ``SqliteSaver``,
+            ``AsyncSqliteSaver``, ``PostgresSaver``... The store never deletes its
+            threads; it shares the saver with your graphs safely (reserved thread ids).
+        index: ``IndexConfig`` (``dims``, ``embed``: an ``Embeddings``, a function or a
+            ``"provider:model"`` string, ``fields``) plus an optional ``mode``. None:
+            lexical (BM25) search over every string of a value.
+        ttl: ``TTLConfig`` (minutes). Expired items are never returned; ``sweep_ttl()``
+            writes their deletion, and runs every ``sweep_interval_minutes`` once the
+            store is set up.
+        clock: returns the current time (timezone-aware UTC); for tests.
+        name: the store's name among the saver's threads (several stores can share a saver).
+
+    Values are JSON objects of at most 1 MiB of JSON (``MAX_VALUE_BYTES``); anything else is an
+    ``InvalidValueError`` and nothing is written. Constructing does no I/O; the log is read on
+    :meth:`setup` / :meth:`asetup` or the first call.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        checkpointer: BaseCheckpointSaver[Any],
+        *,
+        index: CheckpointerIndexConfig | IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        clock: Clock | None = None,
+        name: str = "store",
+    ) -> None:
+        if not isinstance(checkpointer, BaseCheckpointSaver):
+            raise ConfigurationError(
+                f"CheckpointerStore needs a LangGraph checkpointer (BaseCheckpointSaver), got "
+                f"{type(checkpointer).__name__}. Fix: pass e.g. InMemorySaver() or SqliteSaver(conn)."
+            )
+        if not _NAME.match(name):
+            raise ConfigurationError(f"store name {name!r} must match [A-Za-z0-9_.-]+")
+        self.checkpointer = checkpointer
+        self.name = name
+        self.index_config = cast(IndexConfig | None, dict(index) if index else None)
+        self.ttl_config = ttl
+        mode, dims, fields = self._index_settings(index)
+        self._embeddings: Embeddings | None = (
+            _embeddings(index["embed"]) if index and mode != "lexical" else None
+        )
+        self._steps = StoreSteps(
+            name=name,
+            mode=mode,
+            dims=dims,
+            fields=fields,
+            ttl=TTLSettings.from_config(ttl),
+            clock=clock or utc_clock,
+            on_load=self.start_ttl_sweeper,
+        )
+        self._async_native: bool | None = None
+        self._sweeper: TTLSweeper | None = None
+
+    @property
+    def search_mode(self) -> Mode:
+        """How ``search(query=...)`` ranks: ``"semantic"`` (cosine), ``"lexical"`` (BM25) or ``"hybrid"``."""
+        return self._steps.mode
+
+    @staticmethod
+    def _index_settings(index: Any) -> tuple[Mode, int | None, list[str] | None]:
+        if not index:
+            return "lexical", None, None
+        mode = index.get("mode", "semantic" if "embed" in index else "lexical")
+        if mode not in ("semantic", "lexical", "hybrid"):
+            raise ConfigurationError(f"index mode {mode!r} is not one of 'semantic', 'lexical', 'hybrid'")
+        fields = index.get("fields")
+        if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) for f in fields)):
+            raise ConfigurationError(f"index fields must be a list of field paths, got {fields!r}")
+        if mode == "lexical":
+            return mode, None, list(fields) if fields else None
+        dims = index.get("dims")
+        if "embed" not in index or not isinstance(dims, int) or dims <= 0:
+            raise ConfigurationError(
+                f"index mode {mode!r} needs 'embed' and a positive int 'dims', got {dict(index)!r}. "
+                "Fix: e.g. {'dims': 384, 'embed': MiniLMEmbeddings()}, or {'mode': 'lexical'}."
+            )
+        return mode, dims, list(fields) if fields else None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def setup(self) -> None:
+        """Read the log and build the indexes now (otherwise the first call does); start the sweeper."""
+        self._run_sync(self._steps.load())
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        await arun_steps(self._steps.load(), self._ado)
+
+    def start_ttl_sweeper(self) -> None:
+        """Start the TTL sweeper thread when ``sweep_interval_minutes`` is configured."""
+        interval = self._steps.ttl.sweep_interval_minutes
+        with self._steps.lock:
+            if interval is None or self._sweeper is not None:
+                return
+            self._sweeper = TTLSweeper(self.sweep_ttl, interval, name=f"langmem-ckpt-sweeper-{self.name}")
+        self._sweeper.start()
+
+    def close(self) -> None:
+        """Stop the sweeper. The checkpointer is yours: it is not closed."""
+        if self._sweeper is not None:
+            self._sweeper.stop()
+            self._sweeper = None
+
+    def __enter__(self) -> CheckpointerStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    @contextmanager
+    def from_sqlite(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        index: CheckpointerIndexConfig | IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        name: str = "store",
+    ) -> Iterator[CheckpointerStore]:
+        """A store in a SQLite file through a ``SqliteSaver`` it opens and closes (a context manager).
+
+        Args:
+            path: the database file (created when missing). Your graphs may use the same
+                file through their own ``SqliteSaver``.
+            synchronous: SQLite's ``synchronous`` in WAL mode. ``"NORMAL"`` (default): a write
+                that returned survives a crash or SIGKILL of the process; only a power loss or
+                an OS crash may lose the last ones. ``"FULL"``: an fsync per write (slower)
+                survives those too.
+
+        Raises:
+            MissingDependencyError: ``langgraph-checkpoint-sqlite`` is not installed.
+
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with CheckpointerStore.from_sqlite(pathlib.Path(tmp) / "memory.db") as store:
+        ...         store.put(("users", "u1"), "k", {"text": "hello"})
+        ...     with CheckpointerStore.from_sqlite(pathlib.Path(tmp) / "memory.db") as store:
+        ...         store.get(("users", "u1"), "k").value
+        {'text': 'hello'}
+        """
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "CheckpointerStore.from_sqlite needs langgraph-checkpoint-sqlite. "
+                "Fix: pip install 'langmem-plugin[sqlite]'."
+            ) from exc
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ConfigurationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            with cls(SqliteSaver(conn), index=index, ttl=ttl, name=name) as store:
+                yield store
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------------ BaseStore
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` (results in op order; reads see the state before the batch's writes)."""
+        return self._run_sync(self._steps.batch(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch` (native with async savers; sync-only savers run in an executor)."""
+        return await arun_steps(self._steps.batch(list(ops)), self._ado)
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items (a ``"expired"`` deletion in their history); returns how many."""
+        return self._run_sync(self._steps.sweep())
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await arun_steps(self._steps.sweep(), self._ado)
+
+    # ------------------------------------------------------------------ history
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
+        """Every version of an item, oldest first (``value=None`` for a deletion). Empty if never written."""
+        return self._run_sync(_history.history(self._steps, namespace, key))
+
+    async def ahistory(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
+        """Async :meth:`history`."""
+        return await arun_steps(_history.history(self._steps, namespace, key), self._ado)
+
+    def restore(self, namespace: tuple[str, ...], key: str, version: int) -> Item | None:
+        """Write version ``version`` of an item back as its newest version.
+
+        Returns the item as now stored (None when that version was a deletion).
+
+        Raises:
+            ConfigurationError: ``version`` is not one of the item's versions.
+        """
+        return self._run_sync(_history.restore(self._steps, namespace, key, version))
+
+    async def arestore(self, namespace: tuple[str, ...], key: str, version: int) -> Item | None:
+        """Async :meth:`restore`."""
+        return await arun_steps(_history.restore(self._steps, namespace, key, version), self._ado)
+
+    def rollback(self, namespace: tuple[str, ...], when: datetime) -> int:
+        """Make ``namespace`` what it was at ``when``; returns how many items changed.
+
+        Items changed since get their old value back, items deleted since come back, items
+        created since are deleted — each change a new ``"restore"`` version in its history.
+        """
+        return self._run_sync(_history.rollback(self._steps, namespace, when))
+
+    async def arollback(self, namespace: tuple[str, ...], when: datetime) -> int:
+        """Async :meth:`rollback`."""
+        return await arun_steps(_history.rollback(self._steps, namespace, when), self._ado)
+
+    def namespace_at(self, namespace: tuple[str, ...], when: datetime) -> list[Item]:
+        """The items of ``namespace`` as they were at ``when`` (by key), as of each item's timestamps."""
+        return self._run_sync(_history.namespace_at(self._steps, namespace, when))
+
+    async def anamespace_at(self, namespace: tuple[str, ...], when: datetime) -> list[Item]:
+        """Async :meth:`namespace_at`."""
+        return await arun_steps(_history.namespace_at(self._steps, namespace, when), self._ado)
+
+    # ------------------------------------------------------------------ the I/O, sync and async
+
+    def _check_sync(self) -> None:
+        """The deadlock guard: refuse a sync call that would block on an async-only saver's own loop."""
+        loop = getattr(self.checkpointer, "loop", None)
+        if not isinstance(loop, asyncio.AbstractEventLoop):
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop or not loop.is_running():
+            raise BlockingCallError(
+                "a synchronous call on a CheckpointerStore over the async-only "
+                f"{type(self.checkpointer).__name__} from its event loop (or with that loop stopped) "
+                "would deadlock. "
+                "Fix: use the async methods, e.g. `await store.aput(...)` / `await store.abatch(...)`."
+            )
+
+    def _run_sync(self, steps: Steps[Request, T]) -> T:
+        """:func:`run_steps` with the blocking saver and embeddings, after the deadlock guard."""
+        self._check_sync()
+        return run_steps(steps, self._do)
+
+    def _do(self, request: Request) -> Any:
+        if isinstance(request, Embed):
+            return self._require_embeddings().embed_documents(request.texts)
+        if isinstance(request, EmbedQuery):
+            return self._require_embeddings().embed_query(request.text)
+        saver = self.checkpointer
+        with _translated(saver, request):
+            if isinstance(request, PutCheckpoint):
+                return saver.put(request.config, request.checkpoint, request.metadata, request.versions)
+            if isinstance(request, ListCheckpoints):
+                return list(saver.list(request.config))
+            return saver.get_tuple(request.config)
+
+    async def _ado(self, request: Request) -> Any:
+        if isinstance(request, Embed):
+            return await self._require_embeddings().aembed_documents(request.texts)
+        if isinstance(request, EmbedQuery):
+            return await self._require_embeddings().aembed_query(request.text)
+        if self._async_native is False:
+            return await run_in_executor(None, self._do, request)
+        saver = self.checkpointer
+        try:
+            with _translated(saver, request):
+                if isinstance(request, PutCheckpoint):
+                    result: Any = await saver.aput(
+                        request.config, request.checkpoint, request.metadata, request.versions
+                    )
+                elif isinstance(request, ListCheckpoints):
+                    result = [t async for t in saver.alist(request.config)]
+                else:
+                    result = await saver.aget_tuple(request.config)
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, NotImplementedError):
+                raise
+            self._async_native = False  # a sync-only saver (SqliteSaver): nothing was done; use a thread
+            return await run_in_executor(None, self._do, request)
+        self._async_native = True
+        return result
+
+    def _require_embeddings(self) -> Embeddings:
+        assert self._embeddings is not None
+        return self._embeddings
+
+
+def _embeddings(embed: Any) -> Embeddings:
+    if inspect.iscoroutinefunction(embed):  # an async function: LangGraph's wrapper runs it for both paths
+        return ensure_embeddings(embed)
+    return resolve_embeddings(embed)
+
+
+@contextmanager
+def _translated(
+    saver: BaseCheckpointSaver[Any], request: PutCheckpoint | ListCheckpoints | GetCheckpoint
+) -> Iterator[None]:
+    """Turn a checkpointer's exception into a StoreError naming the saver, the operation and the thread."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:
+        what = {
+            PutCheckpoint: "write a checkpoint",
+            ListCheckpoints: "list checkpoints",
+            GetCheckpoint: "read a checkpoint",
+        }[type(request)]
+        thread = request.config["configurable"]["thread_id"]
+        raise StoreError(f"{type(saver).__name__} failed to {what} of thread {thread!r}: {exc}") from exc
