@@ -50,12 +50,12 @@ from langmem_plugin.stores.checkpointer._log import (
 )
 from langmem_plugin.stores.checkpointer._state import StoreState
 
-__all__ = ["StoreSteps"]
+__all__ = ["CheckpointerLogic"]
 
 _REFRESH_FRACTION = 0.01  # a read refreshes an expiry only when it moves by at least 1% of the TTL
 
 
-class StoreSteps:
+class CheckpointerLogic:
     """Everything a :class:`CheckpointerStore` does that is not I/O: its settings, lock and folded state.
 
     Args:

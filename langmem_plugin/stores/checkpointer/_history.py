@@ -1,7 +1,7 @@
 """History as steps: every version of an item, restore, a namespace at a past time, rollback.
 
 Pure: nothing here does I/O. Old versions are read back from their checkpoints
-(``GetCheckpoint``), and written back through :meth:`StoreSteps.write` as new
+(``GetCheckpoint``), and written back through :meth:`CheckpointerLogic.write` as new
 versions with reason ``"restore"``.
 """
 
@@ -19,7 +19,7 @@ from langgraph.store.base import Item, PutOp
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores._common import validate_namespace
-from langmem_plugin.stores.checkpointer._batch import StoreSteps
+from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
 from langmem_plugin.stores.checkpointer._log import (
     Embed,
     GetCheckpoint,
@@ -56,7 +56,9 @@ class ItemVersion:
     checkpoint_id: str
 
 
-def history(core: StoreSteps, namespace: tuple[str, ...], key: str) -> Steps[Request, list[ItemVersion]]:
+def history(
+    core: CheckpointerLogic, namespace: tuple[str, ...], key: str
+) -> Steps[Request, list[ItemVersion]]:
     """Every version of an item, oldest first (``value=None`` for a deletion)."""
     namespace = validate_namespace(namespace, for_write=False)
     yield from core.load()
@@ -82,7 +84,7 @@ def history(core: StoreSteps, namespace: tuple[str, ...], key: str) -> Steps[Req
 
 
 def restore(
-    core: StoreSteps, namespace: tuple[str, ...], key: str, version: int
+    core: CheckpointerLogic, namespace: tuple[str, ...], key: str, version: int
 ) -> Steps[Request, Item | None]:
     """Write version ``version`` of an item back as its newest; the item as now stored."""
     namespace = validate_namespace(namespace)
@@ -102,7 +104,9 @@ def restore(
         return entry.item() if entry is not None else None
 
 
-def namespace_at(core: StoreSteps, namespace: tuple[str, ...], when: datetime) -> Steps[Request, list[Item]]:
+def namespace_at(
+    core: CheckpointerLogic, namespace: tuple[str, ...], when: datetime
+) -> Steps[Request, list[Item]]:
     """The items of ``namespace`` as they were at ``when``, by key."""
     namespace = validate_namespace(namespace, for_write=False)
     yield from core.load()
@@ -117,7 +121,7 @@ def namespace_at(core: StoreSteps, namespace: tuple[str, ...], when: datetime) -
     return items
 
 
-def rollback(core: StoreSteps, namespace: tuple[str, ...], when: datetime) -> Steps[Request, int]:
+def rollback(core: CheckpointerLogic, namespace: tuple[str, ...], when: datetime) -> Steps[Request, int]:
     """Make ``namespace`` what it was at ``when``; returns how many items changed."""
     namespace = validate_namespace(namespace)
     yield from core.load()
@@ -136,7 +140,7 @@ def rollback(core: StoreSteps, namespace: tuple[str, ...], when: datetime) -> St
 
 
 def _fetch(
-    core: StoreSteps, namespace: tuple[str, ...], checkpoint_id: str
+    core: CheckpointerLogic, namespace: tuple[str, ...], checkpoint_id: str
 ) -> Steps[Request, dict[str, Any]]:
     """The channel values (records by key) of one checkpoint of ``namespace``."""
     saved = yield GetCheckpoint(thread_config(namespace_thread(core.name, namespace), checkpoint_id))
@@ -148,7 +152,7 @@ def _fetch(
     return cast(dict[str, Any], saved.checkpoint["channel_values"])
 
 
-def _write_back(core: StoreSteps, state: StoreState, ops: list[PutOp]) -> Steps[Request, int]:
+def _write_back(core: CheckpointerLogic, state: StoreState, ops: list[PutOp]) -> Steps[Request, int]:
     """Write old versions back as new ones (reason ``"restore"``); returns how many were written."""
     texts = [state.texts_for(op.value, op.index) if op.value is not None else [] for op in ops]
     flat = [t for group in texts for t in group]
@@ -168,7 +172,7 @@ def _write_back(core: StoreSteps, state: StoreState, ops: list[PutOp]) -> Steps[
 
 
 def _records_at(
-    core: StoreSteps, namespace: tuple[str, ...], when: datetime
+    core: CheckpointerLogic, namespace: tuple[str, ...], when: datetime
 ) -> Steps[Request, dict[str, dict[str, Any]]]:
     """The put record of each item of ``namespace`` live at ``when``, by key."""
     state = core.require_state()

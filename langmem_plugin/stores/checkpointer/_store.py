@@ -30,7 +30,7 @@ from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
 from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
 from langmem_plugin.stores.checkpointer import _history
-from langmem_plugin.stores.checkpointer._batch import StoreSteps
+from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
 from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
 from langmem_plugin.stores.checkpointer._log import (
@@ -103,7 +103,7 @@ class CheckpointerStore(BaseStore):
         self._embeddings: Embeddings | None = (
             _embeddings(index["embed"]) if index and mode != "lexical" else None
         )
-        self._steps = StoreSteps(
+        self._steps = CheckpointerLogic(
             name=name,
             mode=mode,
             dims=dims,
