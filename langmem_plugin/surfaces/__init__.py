@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from langmem_plugin.services.turn import StateKeys, WindowConfig
 from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
-from langmem_plugin.surfaces.memory import Memory, default_store
+from langmem_plugin.surfaces.memory import Memory, ToolsConfig, default_store
 from langmem_plugin.surfaces.nodes import MemoryState, ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
@@ -24,6 +24,7 @@ __all__ = [
     "RecallNode",
     "RememberNode",
     "StateKeys",
+    "ToolsConfig",
     "WindowConfig",
     "add_memory_agent",
     "create_memory_tools",

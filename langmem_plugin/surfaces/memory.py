@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,24 @@ from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 if TYPE_CHECKING:
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
-__all__ = ["Memory", "default_store", "scores_are_similarities"]
+__all__ = ["Memory", "ToolsConfig", "default_store", "scores_are_similarities"]
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """Which memory tools :attr:`Memory.tools` has, and how the model sees them.
+
+    Attributes:
+        include: the tools, by default name (see ``MEMORY_TOOL_NAMES``).
+        names: rename tools: ``{"save_memory": "remember_fact"}``.
+        instructions: text added to each tool's description (house rules for the model).
+        compartments: the compartments the tools may read and write.
+    """
+
+    include: tuple[str, ...] = MEMORY_TOOL_NAMES
+    names: Mapping[str, str] = field(default_factory=dict)
+    instructions: str | None = None
+    compartments: tuple[Compartment | str, ...] = (Compartment.USER, Compartment.SESSION)
 
 
 def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
@@ -94,10 +112,8 @@ class Memory:
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
         keys: state key names.
         window: how much of the conversation a :meth:`model_node` shows the model.
-        tools: which memory tools :attr:`tools` has.
-        tool_names: rename tools.
-        tool_instructions: text added to each tool's description.
-        tool_compartments: the compartments the tools may read and write.
+        tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
+            (renames, instructions, compartments).
 
     Attributes:
         store: the store every surface uses.
@@ -117,10 +133,7 @@ class Memory:
         model: str | None = None,
         keys: StateKeys | None = None,
         window: WindowConfig | None = None,
-        tools: Iterable[str] = MEMORY_TOOL_NAMES,
-        tool_names: Mapping[str, str] | None = None,
-        tool_instructions: str | None = None,
-        tool_compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
+        tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -146,17 +159,12 @@ class Memory:
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
-        self._tool_options: dict[str, Any] = {
-            "include": tuple(tools),
-            "names": dict(tool_names or {}),
-            "instructions": tool_instructions,
-            "compartments": tuple(tool_compartments),
-        }
+        self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tuple(tools))
 
     @property
     def tool_names(self) -> dict[str, str]:
         """The tool renames: default name → name given."""
-        return dict(self._tool_options["names"])
+        return dict(self.tools_config.names)
 
     # -- surfaces -----------------------------------------------------------------------------
 
@@ -173,7 +181,15 @@ class Memory:
     @cached_property
     def tools(self) -> list[BaseTool]:
         """The memory tools: ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``."""
-        return create_memory_tools(store=self.store, layout=self.layout, **self._tool_options)
+        tools = self.tools_config
+        return create_memory_tools(
+            store=self.store,
+            layout=self.layout,
+            include=tools.include,
+            names=tools.names,
+            instructions=tools.instructions,
+            compartments=tools.compartments,
+        )
 
     def model_node(
         self,
