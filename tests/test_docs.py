@@ -96,9 +96,7 @@ def _private_or_undocumented(code: str) -> list[str]:
         else:
             continue
         problems += [
-            name
-            for name in names
-            if name.split(".")[0] == "langmem_plugin" and name not in allowed_modules
+            name for name in names if name.split(".")[0] == "langmem_plugin" and name not in allowed_modules
         ]
     return problems
 

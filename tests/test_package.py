@@ -239,8 +239,8 @@ def _imports_in(source: str, text: str, *, is_package: bool) -> Iterator[Import]
         for target in dict.fromkeys(targets):
             if target == "langmem_plugin" or target.startswith("langmem_plugin."):
                 yield Import(source, target, getattr(node, "lineno", 0), typing_only)
-        for child in ast.iter_child_nodes(node):
-            yield from visit(child, typing_only)
+        for inner in ast.iter_child_nodes(node):
+            yield from visit(inner, typing_only)
 
     yield from visit(ast.parse(text), False)
 
