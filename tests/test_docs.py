@@ -123,7 +123,8 @@ def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
             exec(code, namespace)
         except BaseException as exc:
             raise AssertionError(f"the block at {_rel(path)}:{block.line} failed: {exc!r}") from exc
-    for value in namespace.values():  # close what the page opened (stores hold locks and threads)
-        close = getattr(value, "close", None)
-        if callable(close) and type(value).__module__.startswith("langmem_plugin"):
-            close()
+    for value in namespace.values():  # close what the page left open (stores hold locks and threads)
+        for thing in (value, getattr(value, "store", None)):
+            close = getattr(thing, "close", None)
+            if callable(close) and type(thing).__module__.startswith("langmem_plugin"):
+                close()
