@@ -8,14 +8,9 @@ from __future__ import annotations
 import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from langmem_plugin import (
-    BM25Index,
-    MemoryRecord,
-    MiniLMEmbeddings,
-    Scope,
-    count_message_tokens,
-    count_tokens,
-)
+from langmem_plugin import MemoryRecord, MiniLMEmbeddings, Scope, count_tokens
+from langmem_plugin.core.lexical import BM25Index
+from langmem_plugin.core.tokens import count_message_tokens
 
 
 def main() -> None:

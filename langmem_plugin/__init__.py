@@ -1,5 +1,11 @@
 """langmem_plugin: real memory for LangGraph and LangChain agents, offline by default.
 
+The names here are the ones an agent needs. The rest lives in documented submodules:
+``langmem_plugin.errors`` (every error), ``langmem_plugin.stores`` (the stores, their
+configs, export/import), ``langmem_plugin.core.tokens`` / ``.embeddings`` / ``.lexical``
+/ ``.scope`` / ``.record``, ``langmem_plugin.services.retrieval`` / ``.window`` /
+``.knowledge``, and ``langmem_plugin.testing`` (a scripted chat model, fake embeddings).
+
 Importing the package registers the bundled token encodings with tiktoken
 (lazily: nothing is read until first use), so token counting — ours and
 langchain-openai's — works on a machine with no network.
@@ -11,37 +17,11 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from langmem_plugin.core.embeddings import MiniLMEmbeddings, embedding_dims, resolve_embeddings
-from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
+from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
-from langmem_plugin.core.salience import memory_salience, turn_salience
-from langmem_plugin.core.scope import Scope, fill_namespace, resolve_scope
-from langmem_plugin.core.tokens import (
-    TokenCounter,
-    count_message_tokens,
-    count_tokens,
-    encoding_for_model,
-    ensure_offline_encodings,
-    install_offline_encodings,
-)
-from langmem_plugin.errors import (
-    BlockingCallError,
-    CompartmentError,
-    ConfigurationError,
-    InvalidFilterError,
-    InvalidNamespaceError,
-    InvalidRecordError,
-    InvalidValueError,
-    LangMemPluginError,
-    MemoryLimitError,
-    MemoryNotFoundError,
-    MissingDependencyError,
-    OfflineResourceError,
-    ScopeError,
-    StoreError,
-    StoreLockedError,
-    UnknownEmbeddingsError,
-)
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_tokens, install_offline_encodings
+from langmem_plugin.errors import ConfigurationError, LangMemPluginError
 from langmem_plugin.services import (
     Compartment,
     CompartmentLimits,
@@ -50,12 +30,9 @@ from langmem_plugin.services import (
     RememberConfig,
     TokenBudgets,
     add_documents,
-    delete_idle_threads,
     trim_window,
 )
-from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
-from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
-from langmem_plugin.stores.checkpointer import CheckpointerStore
+from langmem_plugin.stores import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,
     MemoryState,
@@ -66,21 +43,14 @@ from langmem_plugin.surfaces import (
 )
 
 if TYPE_CHECKING:
-    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantSearchConfig, QdrantStore
-
-# Imported on first use: qdrant-client alone takes about a second to import.
-_LAZY = {
-    "QdrantStore": "langmem_plugin.stores.qdrant",
-    "QdrantIndexConfig": "langmem_plugin.stores.qdrant",
-    "QdrantSearchConfig": "langmem_plugin.stores.qdrant",
-}
+    from langmem_plugin.stores.qdrant import QdrantStore
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    # Imported on first use: qdrant-client alone takes about a second to import.
+    if name != "QdrantStore":
         raise AttributeError(f"module 'langmem_plugin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = importlib.import_module("langmem_plugin.stores").QdrantStore
     globals()[name] = value
     return value
 
@@ -93,64 +63,28 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 install_offline_encodings()
 
 __all__ = [
-    "BM25Encoder",
-    "BM25Index",
-    "BlockingCallError",
     "CheckpointerStore",
     "Compartment",
-    "CompartmentError",
     "CompartmentLimits",
     "ConfigurationError",
-    "HybridRetriever",
-    "InvalidFilterError",
-    "InvalidNamespaceError",
-    "InvalidRecordError",
-    "InvalidValueError",
     "LangMemPluginError",
     "Memory",
     "MemoryKind",
     "MemoryLayout",
-    "MemoryLimitError",
-    "MemoryNotFoundError",
     "MemoryRecord",
     "MemoryState",
     "MiniLMEmbeddings",
-    "MissingDependencyError",
-    "OfflineResourceError",
-    "QdrantIndexConfig",
-    "QdrantSearchConfig",
     "QdrantStore",
     "RecallConfig",
     "RememberConfig",
-    "RetrievalConfig",
     "Scope",
-    "ScopeError",
-    "SparseVector",
     "StateKeys",
-    "StoreError",
-    "StoreLockedError",
     "TokenBudgets",
-    "TokenCounter",
-    "UnknownEmbeddingsError",
     "WindowConfig",
     "__version__",
     "add_documents",
     "add_memory_agent",
-    "copy_items",
-    "count_message_tokens",
     "count_tokens",
     "create_memory_tools",
-    "delete_idle_threads",
-    "embedding_dims",
-    "encoding_for_model",
-    "ensure_offline_encodings",
-    "export_jsonl",
-    "fill_namespace",
-    "import_jsonl",
-    "install_offline_encodings",
-    "memory_salience",
-    "resolve_embeddings",
-    "resolve_scope",
     "trim_window",
-    "turn_salience",
 ]

@@ -15,8 +15,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.base import GetOp, PutOp
 
-from langmem_plugin import BlockingCallError, CheckpointerStore, ConfigurationError, StoreError
+from langmem_plugin import CheckpointerStore, ConfigurationError
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
+from langmem_plugin.errors import BlockingCallError, StoreError
 from langmem_plugin.testing import FakeEmbeddings
 from tests.store_contract import FakeClock
 

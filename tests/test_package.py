@@ -4,79 +4,74 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from langgraph.store.base import InvalidNamespaceError as LangGraphInvalidNamespaceError
 
 import langmem_plugin
-from langmem_plugin import errors
+from langmem_plugin import errors, stores
 
 PACKAGE = Path(langmem_plugin.__file__).parent
 
+# The names an agent needs; everything else is in a documented submodule (README, docs/).
 EXPECTED_ALL = {
-    "BM25Encoder",
-    "BM25Index",
-    "Compartment",
-    "CompartmentError",
-    "CompartmentLimits",
-    "BlockingCallError",
     "CheckpointerStore",
+    "Compartment",
+    "CompartmentLimits",
     "ConfigurationError",
-    "HybridRetriever",
-    "InvalidFilterError",
-    "InvalidNamespaceError",
-    "InvalidRecordError",
-    "InvalidValueError",
     "LangMemPluginError",
     "Memory",
     "MemoryKind",
     "MemoryLayout",
-    "MemoryLimitError",
-    "MemoryNotFoundError",
     "MemoryRecord",
     "MemoryState",
     "MiniLMEmbeddings",
-    "MissingDependencyError",
-    "OfflineResourceError",
-    "QdrantIndexConfig",
-    "QdrantSearchConfig",
     "QdrantStore",
     "RecallConfig",
     "RememberConfig",
-    "RetrievalConfig",
     "Scope",
-    "ScopeError",
-    "SparseVector",
     "StateKeys",
-    "StoreError",
-    "StoreLockedError",
     "TokenBudgets",
-    "TokenCounter",
-    "UnknownEmbeddingsError",
     "WindowConfig",
     "__version__",
     "add_documents",
     "add_memory_agent",
-    "copy_items",
-    "count_message_tokens",
     "count_tokens",
     "create_memory_tools",
-    "delete_idle_threads",
-    "embedding_dims",
-    "export_jsonl",
-    "encoding_for_model",
-    "ensure_offline_encodings",
-    "fill_namespace",
-    "import_jsonl",
-    "install_offline_encodings",
-    "memory_salience",
-    "resolve_embeddings",
-    "resolve_scope",
     "trim_window",
-    "turn_salience",
 }
+
+EXPECTED_STORES_ALL = {
+    "CheckpointerStore",
+    "QdrantIndexConfig",
+    "QdrantSearchConfig",
+    "QdrantStore",
+    "copy_items",
+    "export_jsonl",
+    "import_jsonl",
+}
+
+# The submodules README.md and docs/ document; none has a leading underscore in its path.
+DOCUMENTED_SUBMODULES = (
+    "langmem_plugin.errors",
+    "langmem_plugin.stores",
+    "langmem_plugin.core.tokens",
+    "langmem_plugin.core.embeddings",
+    "langmem_plugin.core.lexical",
+    "langmem_plugin.core.scope",
+    "langmem_plugin.core.record",
+    "langmem_plugin.services.retrieval",
+    "langmem_plugin.services.window",
+    "langmem_plugin.services.knowledge",
+    "langmem_plugin.testing",
+)
 
 
 def test_all_is_pinned() -> None:
@@ -84,6 +79,46 @@ def test_all_is_pinned() -> None:
     assert len(langmem_plugin.__all__) == len(EXPECTED_ALL)
     for name in langmem_plugin.__all__:
         assert hasattr(langmem_plugin, name), name
+
+
+def test_stores_all_is_pinned() -> None:
+    assert set(stores.__all__) == EXPECTED_STORES_ALL
+    assert len(stores.__all__) == len(EXPECTED_STORES_ALL)
+    for name in stores.__all__:
+        assert hasattr(stores, name), name
+    assert stores.QdrantStore is langmem_plugin.QdrantStore
+    assert stores.CheckpointerStore is langmem_plugin.CheckpointerStore
+
+
+def test_unknown_attributes_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="BM25Index"):
+        langmem_plugin.BM25Index  # noqa: B018 - moved to langmem_plugin.core.lexical
+    with pytest.raises(AttributeError, match="nope"):
+        stores.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_SUBMODULES)
+def test_documented_submodules_are_public_and_import(name: str) -> None:
+    assert not any(part.startswith("_") for part in name.split("."))
+    module = importlib.import_module(name)
+    for exported in getattr(module, "__all__", ()):
+        assert hasattr(module, exported), f"{name}.{exported}"
+
+
+def test_import_is_lazy_about_qdrant_and_installs_the_offline_encodings() -> None:
+    # qdrant-client alone takes about a second to import: QdrantStore is imported on first use.
+    code = (
+        "import sys, langmem_plugin, langmem_plugin.stores\n"
+        "from langmem_plugin.core import tokens\n"
+        "assert tokens._installed, 'install_offline_encodings() was not called'\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith('qdrant_client'))\n"
+        "assert not heavy, heavy\n"
+        "assert langmem_plugin.QdrantStore.__name__ == 'QdrantStore'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_version_is_the_installed_one() -> None:
@@ -142,6 +177,108 @@ LAYERS = {
     "__init__": 5,
 }
 
+# The surfaces modules that may import the adapters: the composition root and the package.
+SURFACE_ROOTS = {"langmem_plugin.surfaces", "langmem_plugin.surfaces.memory"}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module, e.g. "langmem_plugin.surfaces.nodes"
+    target: str  # the imported module, e.g. "langmem_plugin.services.recall"
+    line: int
+    typing_only: bool  # inside an ``if TYPE_CHECKING:`` block
+
+    def __str__(self) -> str:
+        where = f"{self.source.replace('.', '/')}.py:{self.line}"
+        return f"{self.source} imports {self.target} ({where}{', TYPE_CHECKING' if self.typing_only else ''})"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = PACKAGE.parent.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path) -> Iterator[Import]:
+    """Every import of a ``langmem_plugin`` module in ``path``, ``from pkg import module`` resolved."""
+    return _imports_in(_module_name(path), path.read_text(), is_package=path.name == "__init__.py")
+
+
+def _imports_in(source: str, text: str, *, is_package: bool) -> Iterator[Import]:
+    package = source if is_package else source.rpartition(".")[0]
+
+    def visit(node: ast.AST, typing_only: bool) -> Iterator[Import]:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                yield from visit(child, True)
+            for child in node.orelse:
+                yield from visit(child, typing_only)
+            return
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = parts[: len(parts) - (node.level - 1)]
+                module = ".".join([*base, module] if module else base)
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                targets.append(submodule if _is_module(submodule) else module)
+        for target in dict.fromkeys(targets):
+            if target == "langmem_plugin" or target.startswith("langmem_plugin."):
+                yield Import(source, target, getattr(node, "lineno", 0), typing_only)
+        for inner in ast.iter_child_nodes(node):
+            yield from visit(inner, typing_only)
+
+    yield from visit(ast.parse(text), False)
+
+
+def test_the_import_scanner_resolves_modules_and_type_checking_blocks() -> None:
+    text = (
+        "from typing import TYPE_CHECKING\n"
+        "from langmem_plugin import errors, Memory\n"
+        "from . import _runtime\n"
+        "from ..services import recall\n"
+        "if TYPE_CHECKING:\n"
+        "    from langmem_plugin.surfaces.memory import Memory\n"
+        "def later():\n"
+        "    import langmem_plugin.stores.qdrant._edge\n"
+    )
+    found = {
+        (imp.target, imp.typing_only)
+        for imp in _imports_in("langmem_plugin.surfaces.nodes", text, is_package=False)
+    }
+    assert found == {
+        ("langmem_plugin.errors", False),
+        ("langmem_plugin", False),
+        ("langmem_plugin.surfaces._runtime", False),
+        ("langmem_plugin.services.recall", False),
+        ("langmem_plugin.surfaces.memory", True),
+        ("langmem_plugin.stores.qdrant._edge", False),
+    }
+    assert _private_package("langmem_plugin.stores.qdrant._edge") == "langmem_plugin.stores.qdrant"
+    assert _private_package("langmem_plugin.__main__") is None
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _all_imports() -> list[Import]:
+    return [imp for path in _modules() for imp in _imports(path)]
+
 
 def _layer(module: str) -> int | None:
     parts = module.split(".")
@@ -152,30 +289,65 @@ def _layer(module: str) -> int | None:
     return LAYERS.get(parts[1])
 
 
-def _modules() -> list[Path]:
-    return [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+def _report(kind: str, violations: list[Import]) -> str:
+    lines = sorted({str(v) for v in violations})
+    return f"{len(lines)} {kind}:\n  " + "\n  ".join(lines)
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_point_down_only(path: Path) -> None:
-    relative = path.relative_to(PACKAGE).with_suffix("")
-    name = ".".join(("langmem_plugin", *relative.parts))
-    if name.endswith(".__init__"):
-        name = name[: -len(".__init__")]
-    own = _layer(name)
-    assert own is not None, f"{name}: add its top-level module to LAYERS"
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            targets = [node.module]
-        for target in targets:
-            layer = _layer(target)
-            if layer is None or (target == "langmem_plugin" and own == 5):
-                continue
-            assert layer <= own, f"{name} (layer {own}) imports {target} (layer {layer})"
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(_module_name(p) for p in _modules() if _layer(_module_name(p)) is None)
+    assert not missing, f"add their top-level module to LAYERS: {missing}"
+
+
+def test_imports_point_down_only() -> None:
+    violations = [
+        imp
+        for imp in _all_imports()
+        if (own := _layer(imp.source)) is not None
+        and (layer := _layer(imp.target)) is not None
+        and layer > own
+    ]
+    assert not violations, _report("upward imports", violations)
+
+
+def _private_package(module: str) -> str | None:
+    """The package a private module belongs to: ``a.b._x.y`` -> ``a.b``; ``None`` if nothing is private."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_private_module_is_imported_from_another_package() -> None:
+    # A package's own modules (its __init__ included, which may re-export them) may import its
+    # private modules; nobody else may: `bench` uses `stores`, never `stores.qdrant._edge`.
+    violations = []
+    for imp in _all_imports():
+        owner = _private_package(imp.target)
+        if owner is not None and not (imp.source == owner or imp.source.startswith(owner + ".")):
+            violations.append(imp)
+    assert not violations, _report("imports of another package's private modules", violations)
+
+
+def test_surface_adapters_do_not_import_each_other() -> None:
+    # nodes, middleware, callbacks, tools (every public surfaces module but the composition
+    # root, memory.py) are adapters over the services: they may share a private helper
+    # (surfaces/_runtime.py), never import one another or memory.py (except for type hints).
+    def is_public_surface(module: str) -> bool:
+        parts = module.split(".")
+        return parts[:2] == ["langmem_plugin", "surfaces"] and not any(p.startswith("_") for p in parts)
+
+    violations = [
+        imp
+        for imp in _all_imports()
+        if not imp.typing_only
+        and imp.source.startswith("langmem_plugin.surfaces")
+        and imp.source not in SURFACE_ROOTS
+        and is_public_surface(imp.target)
+        and imp.target != imp.source
+    ]
+    assert not violations, _report("imports between surfaces", violations)
 
 
 def test_bundled_tokenizer_and_notice_ship_with_the_package() -> None:

@@ -1,0 +1,41 @@
+"""Layer 2: LangGraph ``BaseStore`` implementations, and moving items between any two stores.
+
+- :class:`QdrantStore` (with :class:`QdrantIndexConfig`, :class:`QdrantSearchConfig`):
+  Qdrant's embedded engine at a path, or a Qdrant server by URL. Imported on first use,
+  since qdrant-client alone takes about a second to import.
+- :class:`CheckpointerStore`: a store kept in the checkpointer you already run
+  (InMemorySaver, SqliteSaver, PostgresSaver), with per-item history.
+- :func:`export_jsonl`, :func:`import_jsonl`, :func:`copy_items`: between any two BaseStores.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
+from langmem_plugin.stores.checkpointer import CheckpointerStore
+
+if TYPE_CHECKING:
+    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantSearchConfig, QdrantStore
+
+_LAZY = frozenset({"QdrantStore", "QdrantIndexConfig", "QdrantSearchConfig"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'langmem_plugin.stores' has no attribute {name!r}")
+    value = getattr(importlib.import_module("langmem_plugin.stores.qdrant"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CheckpointerStore",
+    "QdrantIndexConfig",
+    "QdrantSearchConfig",
+    "QdrantStore",
+    "copy_items",
+    "export_jsonl",
+    "import_jsonl",
+]
