@@ -37,8 +37,8 @@ from langgraph.store.base import BaseStore
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.services import RecallConfig, search_plan
-from langmem_plugin.services._io import execute
 from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.store_steps import execute
 from langmem_plugin.surfaces import Memory, MemoryState
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 

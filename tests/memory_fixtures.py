@@ -11,7 +11,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services import MemoryLayout, aexecute, execute
-from langmem_plugin.services._io import Plan
+from langmem_plugin.services.store_steps import Plan
 from langmem_plugin.testing import FakeEmbeddings
 
 Runner = Callable[[Plan[Any]], Any]

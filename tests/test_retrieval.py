@@ -258,7 +258,7 @@ async def test_deletes_and_updates_behind_the_retrievers_back_are_never_returned
 async def test_writes_made_by_plans_reach_the_index_without_invalidate() -> None:
     from langgraph.store.base import PutOp
 
-    from langmem_plugin.services._io import aexecute, execute
+    from langmem_plugin.services.store_steps import aexecute, execute
 
     def write(key: str, value: dict[str, str] | None) -> Any:
         yield [PutOp(NS, key, value)]
@@ -276,7 +276,7 @@ def test_searches_and_plan_writes_from_other_threads_do_not_collide() -> None:
 
     from langgraph.store.base import PutOp
 
-    from langmem_plugin.services._io import execute
+    from langmem_plugin.services.store_steps import execute
 
     def write(key: str, value: dict[str, str] | None) -> Any:
         yield [PutOp(NS, key, value)]

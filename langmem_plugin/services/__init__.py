@@ -9,7 +9,6 @@ operations directly.
 
 from __future__ import annotations
 
-from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.knowledge import (
     AddedDocument,
     Document,
@@ -59,6 +58,7 @@ from langmem_plugin.services.remember import (
     episode_from_messages,
     remember_steps,
 )
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
 from langmem_plugin.services.window import (
     adelete_idle_threads,

@@ -31,9 +31,9 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens, encoding_for_model
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import Plan, aexecute, execute
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored
+from langmem_plugin.services.store_steps import Plan, aexecute, execute
 
 __all__ = [
     "DOCUMENT_SUFFIXES",

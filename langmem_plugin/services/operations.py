@@ -1,6 +1,6 @@
 """Memory operations: save, search, get, update, delete, list categories, clear.
 
-Each operation is a *plan* (see :mod:`langmem_plugin.services._io`): run it
+Each operation is a *plan* (see :mod:`langmem_plugin.services.store_steps`): run it
 with :func:`~langmem_plugin.services.execute` or ``await``
 :func:`~langmem_plugin.services.aexecute` over any LangGraph ``BaseStore``.
 Namespaces come from a :class:`~langmem_plugin.Scope` and a
@@ -39,13 +39,13 @@ from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, InvalidRecordError, MemoryNotFoundError
-from langmem_plugin.services._io import Plan
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
     Compartment,
     MemoryLayout,
     parse_compartment,
 )
+from langmem_plugin.services.store_steps import Plan
 
 __all__ = [
     "INDEX_FIELDS",

@@ -44,10 +44,10 @@ from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError
-from langmem_plugin.services._io import StoreSteps
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
     "FENCE_CLOSE",

@@ -32,9 +32,9 @@ from langgraph.store.base import BaseStore, PutOp
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import INDEX_FIELDS, count_plan, list_plan, to_stored, write_plan
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
     "EPISODE_CATEGORY",

@@ -9,7 +9,7 @@
   Qdrant's BM25) that the retriever keeps in process for each namespace prefix
   it has searched. It is built on first use by paging through the store, kept
   current by :meth:`HybridRetriever.put` / :meth:`HybridRetriever.delete` and by
-  every write a plan runs on the store (:func:`~langmem_plugin.services._io.watch_writes`:
+  every write a plan runs on the store (:func:`~langmem_plugin.services.store_steps.watch_writes`:
   the memory tools, remember, the services), and rebuilt when the dense search
   returns an item it has not seen (:meth:`HybridRetriever.invalidate` forces it
   after ``store.put`` calls made elsewhere). It is never trusted for content: a
@@ -79,7 +79,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import Plan, aexecute, execute, watch_writes
+from langmem_plugin.services.store_steps import Plan, aexecute, execute, watch_writes
 
 __all__ = ["HybridRetriever", "RetrievalConfig", "RetrievalMode", "RetrievedItem", "query_period"]
 
@@ -429,7 +429,7 @@ class HybridRetriever:
         limit: int = 10,
         filter: dict[str, Any] | None = None,
     ) -> Plan[list[RetrievedItem]]:
-        """:meth:`search` as a plan, to run inside another plan (see :mod:`langmem_plugin.services._io`).
+        """:meth:`search` as store steps, to run inside other steps (:mod:`.store_steps`).
 
         Run it against the store this retriever was made for: the lexical index caches that
         store's items.

@@ -18,8 +18,8 @@ surface has it.
   run memory and records what was written.
 
 Each half is written once as steps over a store (no I/O); the sync and async
-methods only choose the driver (:func:`~langmem_plugin.services._io.execute` or
-:func:`~langmem_plugin.services._io.aexecute`).
+methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
+:func:`~langmem_plugin.services.store_steps.aexecute`).
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> from langgraph.store.memory import InMemoryStore
@@ -47,7 +47,6 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
 from langmem_plugin.services.remember import (
@@ -57,6 +56,7 @@ from langmem_plugin.services.remember import (
     remember_steps,
 )
 from langmem_plugin.services.retrieval import HybridRetriever
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.window import trim_window
 
 __all__ = ["DEFAULT_KEYS", "EpisodeWrite", "MemoryTurn", "StateKeys", "WindowConfig", "state_value"]

@@ -42,9 +42,9 @@ from langmem_plugin.core.record import utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services._io import Plan, aexecute, execute
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import list_plan
+from langmem_plugin.services.store_steps import Plan, aexecute, execute
 
 __all__ = [
     "adelete_idle_threads",

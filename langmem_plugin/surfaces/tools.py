@@ -36,7 +36,6 @@ from langmem_plugin.errors import (
     MemoryLimitError,
     MemoryNotFoundError,
 )
-from langmem_plugin.services._io import Plan, aexecute, execute
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import (
     StoredMemory,
@@ -48,6 +47,7 @@ from langmem_plugin.services.operations import (
     search_plan,
     update_plan,
 )
+from langmem_plugin.services.store_steps import Plan, aexecute, execute
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
