@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from langmem_plugin.core.embeddings import MiniLMEmbeddings, embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
-from langmem_plugin.core.salience import memory_salience, turn_salience
 from langmem_plugin.core.scope import Scope, fill_namespace, resolve_scope
 from langmem_plugin.core.tokens import (
     TokenCounter,
@@ -148,9 +147,7 @@ __all__ = [
     "fill_namespace",
     "import_jsonl",
     "install_offline_encodings",
-    "memory_salience",
     "resolve_embeddings",
     "resolve_scope",
     "trim_window",
-    "turn_salience",
 ]
