@@ -267,7 +267,12 @@ def run_scale_bench(
     sizes: Sequence[int], *, dims: int = 384, samples: int = 50, workdir: str | None = None
 ) -> str:
     """CheckpointerStore(SqliteSaver) at each size: load, search p50s, reopen, vector memory; a table."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the checkpointer benchmark needs {exc.name}. Fix: pip install 'langmem-plugin[bench]'."
+        ) from exc
 
     from langmem_plugin.stores.checkpointer import CheckpointerStore
 

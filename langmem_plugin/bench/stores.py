@@ -59,9 +59,9 @@ from langgraph.store.base import BaseStore, PutOp
 
 from langmem_plugin.bench._report import format_table, percentile
 from langmem_plugin.bench.core import sample_sentences
-from langmem_plugin.errors import MissingDependencyError
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "run_stores_bench"]
+__all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "check_peers", "run_stores_bench"]
 
 DIMS = 384
 TARGET = ("bench", "target")
@@ -275,11 +275,9 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
         mem = InMemoryStore(index=index)  # type: ignore[arg-type]
         return _Peer(mem, vector=lambda q: mem.search(TARGET, query=q, limit=10))
     if name == "langgraph-store-qdrant":
-        try:
-            from langgraph.store.qdrant import QdrantStore as AnchorStore
-            from qdrant_client import QdrantClient
-        except ImportError as exc:
-            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        from langgraph.store.qdrant import QdrantStore as AnchorStore
+        from qdrant_client import QdrantClient
+
         client = QdrantClient(location=":memory:")
         anchor = AnchorStore(client, index={"dims": DIMS, "embed": data.embeddings, "fields": ["text"]})
         anchor.setup()
@@ -287,11 +285,9 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             anchor, close=client.close, vector=lambda q: list(anchor.search(TARGET, query=q, limit=10))
         )
     if name == "sqlite":
-        try:
-            import pysqlite3
-            from langgraph.store.sqlite import SqliteStore
-        except ImportError as exc:
-            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        import pysqlite3
+        from langgraph.store.sqlite import SqliteStore
+
         path = workdir / "store.sqlite"
 
         def connect() -> Any:
@@ -310,7 +306,37 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             disk=lambda: _disk_usage(workdir.glob("store.sqlite*")),
             vector=lambda q: sqlite.search(TARGET, query=q, limit=10),
         )
-    raise ValueError(f"unknown peer {name!r}; choose from {', '.join((*PEERS, OPTIMIZED))}")
+    raise ConfigurationError(f"unknown peer {name!r}; choose from {', '.join((*PEERS, OPTIMIZED))}")
+
+
+#: The modules each peer needs beyond the package's own dependencies (the ``bench`` extra has them).
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "langgraph-store-qdrant": ("langgraph.store.qdrant", "qdrant_client"),
+    "sqlite": ("pysqlite3", "langgraph.store.sqlite"),
+}
+
+
+def check_peers(peers: Iterable[str]) -> None:
+    """Fail before any measuring when a peer is unknown or its package is missing.
+
+    Raises:
+        ConfigurationError: an unknown peer (the message lists the known ones).
+        MissingDependencyError: a peer's package is not installed (the message has the ``pip`` line).
+    """
+    import importlib
+
+    known = (*PEERS, OPTIMIZED)
+    for name in peers:
+        if name not in known:
+            raise ConfigurationError(f"unknown peer {name!r}; choose from {', '.join(known)}")
+        for module in _NEEDS.get(name, ()):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    f"the stores benchmark's peer {name!r} needs {exc.name or module}. Fix: pip install "
+                    f"'langmem-plugin[bench]', or leave it out of --peers."
+                ) from exc
 
 
 # ---------------------------------------------------------------------- timing
@@ -536,7 +562,12 @@ def run_stores_bench(
         slow_peer_max: skip the peers that scan in Python above this size.
         workdir: where the temporary stores go (default: the system's temp dir).
         progress: called with a line as each store finishes.
+
+    Raises:
+        ConfigurationError: an unknown peer.
+        MissingDependencyError: a peer's package is missing (before anything is measured).
     """
+    check_peers(peers)
     data = _data(size, queries)
     result = StoresBenchResult(size)
     for name in peers:
