@@ -23,7 +23,7 @@ __all__ = ["main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from langmem_plugin.bench._report import format_table
+    from langmem_plugin.bench.report import format_table
     from langmem_plugin.doctor import run_checks
 
     checks = run_checks()

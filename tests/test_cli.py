@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from langmem_plugin import __version__
-from langmem_plugin.bench._report import format_table, percentile, ratio
 from langmem_plugin.bench.locomo import VARIANTS
+from langmem_plugin.bench.report import format_table, percentile, ratio
 from langmem_plugin.bench.stores import OPTIMIZED, PEERS
 from langmem_plugin.cli import build_parser, main
 

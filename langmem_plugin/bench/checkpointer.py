@@ -40,8 +40,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import Timer, format_table, percentile
 from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.report import Timer, format_table, percentile
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.testing import FakeEmbeddings
 

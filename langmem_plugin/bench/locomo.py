@@ -57,9 +57,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import format_table, percentile, time_calls
 from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
 from langmem_plugin.bench.locomo_salience import memory_salience
+from langmem_plugin.bench.report import format_table, percentile, time_calls
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError

@@ -25,8 +25,8 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
-from langmem_plugin.bench._report import Timer, format_table, percentile, time_calls
 from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.report import Timer, format_table, percentile, time_calls
 from langmem_plugin.core.embeddings import MINILM_DIMS, MiniLMEmbeddings
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens

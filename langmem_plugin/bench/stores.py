@@ -57,8 +57,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import format_table, percentile
 from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.report import format_table, percentile
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "check_peers", "run_stores_bench"]
