@@ -1,16 +1,25 @@
-"""Memory for ``langchain.agents.create_agent`` through its middleware (needs the ``agents`` extra)."""
+"""Memory for ``langchain.agents.create_agent`` through its middleware.
+
+Needs the ``agents`` extra (langchain's ``create_agent``): ``pip install 'langmem-plugin[agents]'``.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
-from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langmem_plugin import Memory
 from langmem_plugin.testing import ScriptedChatModel, tool_call
+
+print("needs: the agents extra (pip install 'langmem-plugin[agents]') for langchain's create_agent")
+try:
+    from langchain.agents import create_agent
+except ImportError:
+    sys.exit("langchain is not installed. Fix: pip install 'langmem-plugin[agents]'")
 
 memory = Memory(model="gpt-4o-mini")
 

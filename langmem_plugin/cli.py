@@ -4,6 +4,9 @@
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
 measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
 ``--version`` and ``--help`` do what they say.
+
+A benchmark that cannot run here (a missing extra, missing data, an unknown name)
+prints why and how to fix it, without a traceback, and exits with status 2.
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langmem_plugin import __version__
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from langmem_plugin.bench._report import format_table
+    from langmem_plugin.bench.report import format_table
     from langmem_plugin.doctor import run_checks
 
     checks = run_checks()
@@ -39,6 +43,14 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    try:
+        return _run_bench(args)
+    except (MissingDependencyError, ConfigurationError) as exc:  # the message says how to fix it
+        print(f"langmem-plugin bench {args.bench}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_bench(args: argparse.Namespace) -> int:
     if args.bench == "core":
         from langmem_plugin.bench.core import run_core_bench
 
@@ -60,11 +72,10 @@ def _bench(args: argparse.Namespace) -> int:
     if args.bench == "stores":
         from langmem_plugin.bench.stores import run_stores_bench
 
-        peers = tuple(p.strip() for p in args.peers.split(",") if p.strip())
         print(f"langmem-plugin {__version__} — stores benchmark (same precomputed vectors for every store)")
         for size in args.sizes:
             measured = run_stores_bench(
-                size=size, queries=args.queries, peers=peers, budget_s=args.budget, progress=print
+                size=size, queries=args.queries, peers=args.peers, budget_s=args.budget, progress=print
             )
             print(measured.table())
             print()
@@ -85,9 +96,8 @@ def _bench(args: argparse.Namespace) -> int:
         from langmem_plugin.bench.locomo import run_locomo_bench
 
         print(f"langmem-plugin {__version__} — LoCoMo retrieval benchmark ({args.data})")
-        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
         outcome = run_locomo_bench(
-            args.data, conversations=args.conversations, variants=variants, progress=print
+            args.data, conversations=args.conversations, variants=args.variants, progress=print
         )
         print(outcome.summary())
         print(outcome.table())
@@ -118,8 +128,25 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _names(valid: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: comma-separated names, each one of ``valid`` (an error lists them)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+        unknown = [name for name in names if name not in valid]
+        if unknown or not names:
+            given = ", ".join(repr(n) for n in unknown) if unknown else "none"
+            raise argparse.ArgumentTypeError(f"unknown {what} {given}; choose from: {', '.join(valid)}")
+        return names
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs and the tests)."""
+    from langmem_plugin.bench.locomo import VARIANTS
+    from langmem_plugin.bench.stores import OPTIMIZED, PEERS
+
     parser = argparse.ArgumentParser(
         prog="langmem-plugin",
         description="Memory for LangGraph and LangChain agents, offline by default.",
@@ -158,14 +185,21 @@ def build_parser() -> argparse.ArgumentParser:
     stores.add_argument("--queries", type=int, default=100, help="distinct queries per metric (default 100)")
     stores.add_argument(
         "--peers",
-        default="qdrant-embedded,qdrant-memory,inmemory,langgraph-store-qdrant,sqlite",
-        help="comma-separated stores to measure (default: all but qdrant-embedded-optimized)",
+        type=_names((*PEERS, OPTIMIZED), "peer"),
+        default=PEERS,
+        metavar="NAME,...",
+        help=(
+            f"comma-separated stores to measure, from: {', '.join((*PEERS, OPTIMIZED))} "
+            f"(default: all but {OPTIMIZED}; langgraph-store-qdrant and sqlite need "
+            "pip install 'langmem-plugin[bench]')"
+        ),
     )
     stores.add_argument(
         "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
     )
     ckpt = benches.add_parser(
-        "checkpointer", help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore"
+        "checkpointer",
+        help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore (needs langmem-plugin[bench])",
     )
     ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
     ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
@@ -174,15 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
     mem.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
     ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
     locomo = benches.add_parser("locomo", help="LoCoMo evidence recall@k, tokens injected, query latency")
-    locomo.add_argument("--data", required=True, help="path to locomo10.json")
+    locomo.add_argument("--data", required=True, help="path to locomo10.json (LoCoMo, not shipped)")
     locomo.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
     locomo.add_argument(
         "--variants",
-        default=(
-            "qdrant,qdrant-fast,qdrant-rrf,qdrant-dbsf-plain,qdrant-lex-rrf,qdrant-dbsf,"
-            "bm25,bm25-turns,dense,dense-clean,inmemory"
-        ),
-        help="comma-separated rows to run (default: all)",
+        type=_names(VARIANTS, "variant"),
+        default=VARIANTS,
+        metavar="NAME,...",
+        help=f"comma-separated rows to run, from: {', '.join(VARIANTS)} (default: all)",
     )
     bench.set_defaults(func=_bench)
     return parser

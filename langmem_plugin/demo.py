@@ -14,7 +14,11 @@ The scenario: in thread 1 the user states preferences (saved as memories);
 thread 2 relies on them, then updates one and deletes another; thread 3 asks
 what the agent knows. Each turn prints the memories recalled (with scores),
 the tokens injected against the tokens of the whole history so far, the tool
-calls, and what was stored.
+calls, and what was stored. It says where the store and the checkpoints live,
+and what its two scores mean: **rank** is recall's own ordering (the store's
+relevance scaled to the best candidate, blended with priority and recency),
+**store** the similarity the store returned for the query. Text cut to fit a
+line ends with "…".
 """
 
 from __future__ import annotations
@@ -34,15 +38,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
+from langmem_plugin import Memory, MemoryRecord, MemoryState, RecallConfig, Scope
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.tokens import count_message_tokens
-from langmem_plugin.services import RecallConfig, search_plan
+from langmem_plugin.errors import LangMemPluginError
 from langmem_plugin.services.operations import INDEX_FIELDS
-from langmem_plugin.services.store_steps import execute
-from langmem_plugin.surfaces import Memory, MemoryState
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
-__all__ = ["SCENARIO", "DemoTurn", "offline_model", "run_demo"]
+__all__ = ["SCENARIO", "SCORES", "DemoTurn", "cut", "offline_model", "run_demo"]
 
 USER_ID = "sam"
 TOKEN_MODEL = "gpt-4o-mini"
@@ -62,6 +65,24 @@ SCENARIO: tuple[tuple[str, str], ...] = (
     ("thread-2", "Also, forget the half marathon: I dropped it."),
     ("thread-3", "What do you remember about me?"),
 )
+
+
+#: What the two scores on a "recalled" line mean.
+SCORES = (
+    "scores    : rank = recall's ordering (the store's relevance scaled to the best candidate, "
+    "blended with priority and recency); store = the store's similarity to the query "
+    '("-": none). Cut text ends with "…".'
+)
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters; a cut one ends with "…".
+
+    >>> cut("Sam is vegetarian", 40), cut("Sam is training for a half marathon in May", 20)
+    ('Sam is vegetarian', 'Sam is training for…')
+    """
+    line = " / ".join(text.splitlines())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 def _system(messages: list[BaseMessage]) -> str:
@@ -185,8 +206,8 @@ def _print_turn(number: int, turn: DemoTurn, out: Callable[[str], None]) -> None
         out("recalled  :")
         for item in turn.recalled:
             relevance = "-" if item["relevance"] is None else f"{item['relevance']:.3f}"
-            content = " / ".join(item["content"].splitlines())
-            out(f"  [{item['compartment']:<7} rank {item['score']:.3f} · store {relevance}] {content[:80]}")
+            content = cut(item["content"], 80)
+            out(f"  [{item['compartment']:<7} rank {item['score']:.3f} · store {relevance}] {content}")
     else:
         out("recalled  : nothing")
     out(
@@ -196,7 +217,7 @@ def _print_turn(number: int, turn: DemoTurn, out: Callable[[str], None]) -> None
     for call in turn.tool_calls:
         out(f"tool call : {call['name']}({json.dumps(call['args'], ensure_ascii=False)})")
     for result in turn.tool_results:
-        out(f"  → {result[:110]}")
+        out(f"  → {cut(result, 110)}")
     out(f"assistant : {turn.answer}")
     if turn.stored:
         out(
@@ -224,12 +245,16 @@ def run_demo(
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     with ExitStack() as stack:
+        kept = directory is not None
         if directory is None:
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="langmem-demo-"))
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         if store is None:
             store = stack.enter_context(_default_store(path))
+            where = f"embedded QdrantStore (MiniLM embeddings) at {path / 'memory'}"
+        else:
+            where = f"{type(store).__name__} (given by the caller)"
         if model is None:
             model = _openai_model()
             if model is None:
@@ -241,7 +266,14 @@ def run_demo(
                 )
             else:
                 out(f"model     : {type(model).__name__} ({getattr(model, 'model_name', '?')})")
-        out(f"store     : {type(store).__name__}; checkpointer: SqliteSaver at {path / 'checkpoints.sqlite'}")
+        out(f"store     : {where}")
+        out(f"checkpoint: SqliteSaver at {path / 'checkpoints.sqlite'}")
+        out(
+            f"            kept in {path}"
+            if kept
+            else "            in a temporary directory, removed at the end (--dir DIR keeps them)"
+        )
+        out(SCORES)
 
         memory = Memory(store, model=TOKEN_MODEL, recall=RecallConfig(min_relevance=None, max_items=6))
         builder = StateGraph(MemoryState)
@@ -280,14 +312,21 @@ def run_demo(
             turns.append(turn)
             _print_turn(number, turn, out)
         memory.flush()
-        from langmem_plugin.core.scope import Scope
-
-        final = execute(
-            memory.store,
-            search_plan(Scope(user_id=USER_ID), memory.layout, compartments=["user"], track_access=False),
-        )
         out("\n── what the store holds about sam (user memory) ────────────────────")
-        for stored in sorted(final, key=lambda m: m.record.category):
-            record = stored.record
-            out(f"  {stored.id}  {record.category:<20} accessed {record.access_count}×  {record.content}")
+        for key, record in sorted(_user_memories(memory), key=lambda pair: pair[1].category):
+            out(f"  {key}  {record.category:<20} accessed {record.access_count}×  {record.content}")
         return turns
+
+
+def _user_memories(memory: Memory) -> list[tuple[str, MemoryRecord]]:
+    """The user's long-term memories as the store holds them (read with ``store.search``)."""
+    namespace = memory.layout.namespace("user", Scope(user_id=USER_ID))
+    found: list[tuple[str, MemoryRecord]] = []
+    for item in memory.store.search(namespace, limit=100):
+        if tuple(item.namespace) != namespace:
+            continue
+        try:
+            found.append((item.key, MemoryRecord.from_value(item.value)))
+        except (LangMemPluginError, ValueError):  # not a memory record: not shown
+            continue
+    return found

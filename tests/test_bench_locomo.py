@@ -253,3 +253,33 @@ def test_cli_runs_the_benchmark(data: Path, capsys: pytest.CaptureFixture[str]) 
     assert "BM25 only (turn text)" in out
     assert "dense only (MiniLM, query as is)" in out
     assert "1 conversations, 9 turns, 5 questions" in out
+
+
+def test_the_recipe_lifts_are_bench_code_over_the_products_hook() -> None:
+    from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
+
+    kinds = [type(lift) for lift in LOCOMO_RETRIEVAL.lifts]
+    assert kinds == [MentionLift, PeriodLift, SalienceLift]  # the order of the scores' additions
+    assert LOCOMO_RETRIEVAL_FAST.lifts == LOCOMO_RETRIEVAL.lifts
+
+
+def test_bench_demo_and_cli_import_only_public_modules() -> None:
+    import ast
+
+    import langmem_plugin
+
+    package = Path(langmem_plugin.__file__).parent
+    files = [*sorted((package / "bench").glob("*.py")), package / "demo.py", package / "cli.py"]
+    for path in files:
+        own = "langmem_plugin.bench" if path.parent.name == "bench" else "langmem_plugin"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                module = node.module
+            elif isinstance(node, ast.Import):
+                module = node.names[0].name
+            else:
+                continue
+            if not module.startswith("langmem_plugin.") or module.startswith(f"{own}._"):
+                continue
+            private = [part for part in module.split(".") if part.startswith("_")]
+            assert not private, f"{path.name} imports {module}"

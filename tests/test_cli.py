@@ -3,12 +3,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from langmem_plugin import __version__
-from langmem_plugin.bench._report import format_table, percentile, ratio
-from langmem_plugin.cli import main
+from langmem_plugin.bench.locomo import VARIANTS
+from langmem_plugin.bench.report import format_table, percentile, ratio
+from langmem_plugin.bench.stores import OPTIMIZED, PEERS
+from langmem_plugin.cli import build_parser, main
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -89,3 +92,104 @@ def test_report_helpers() -> None:
     assert ratio(0.0, 1.0) == "n/a"
     table = format_table(["a", "bb"], [[1, "x"]])
     assert table.splitlines()[0] == "| a | bb |"
+
+
+# ---------------------------------------------------------------------- benchmarks that cannot run here
+
+
+def test_bench_locomo_without_its_data_says_why_without_a_traceback(tmp_path: Path) -> None:
+    result = run("bench", "locomo", "--data", str(tmp_path / "missing.json"), "--variants", "bm25")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("langmem-plugin bench locomo: LoCoMo data not found at")
+    assert "Fix: pass --data PATH to locomo10.json" in result.stderr
+
+
+def test_bench_stores_without_the_bench_extra_stops_before_measuring(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pysqlite3", None)  # as if pysqlite3-binary were not installed
+    assert main(["bench", "stores", "--sizes", "20", "--queries", "3", "--peers", "inmemory,sqlite"]) == 2
+    captured = capsys.readouterr()
+    assert "inmemory: done" not in captured.out  # nothing measured first
+    assert captured.err.strip() == (
+        "langmem-plugin bench stores: the stores benchmark's peer 'sqlite' needs pysqlite3. "
+        "Fix: pip install 'langmem-plugin[bench]', or leave it out of --peers."
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["bench", "checkpointer", "--items", "10", "--samples", "3"], "pysqlite3"),
+        (["bench", "checkpointer", "--scale", "10", "--samples", "3"], "langgraph.checkpoint.sqlite"),
+    ],
+)
+def test_bench_checkpointer_without_the_bench_extra_says_the_pip_line(
+    argv: list[str], missing: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("langmem-plugin bench checkpointer: the checkpointer benchmark needs")
+    assert "pip install 'langmem-plugin[bench]'" in err
+
+
+@pytest.mark.parametrize(
+    ("bench", "option", "names"),
+    [("stores", "--peers", (*PEERS, OPTIMIZED)), ("locomo", "--variants", VARIANTS)],
+)
+def test_bench_help_lists_the_choices(
+    bench: str, option: str, names: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["bench", bench, "--help"])
+    assert info.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert option in help_text
+    listed = help_text.split("from: ", 1)[1]
+    for name in names:
+        assert name in listed.replace("- ", "-")  # a name wrapped at its hyphen
+
+
+@pytest.mark.parametrize(
+    ("argv", "names"),
+    [
+        (["bench", "stores", "--peers", "inmemory,postgres"], (*PEERS, OPTIMIZED)),
+        (["bench", "locomo", "--data", "x.json", "--variants", "qdrant,bm26"], VARIANTS),
+    ],
+)
+def test_an_unknown_choice_names_the_valid_ones(
+    argv: list[str], names: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    bad = argv[-1].split(",")[1]
+    assert (
+        f"unknown {'peer' if 'stores' in argv else 'variant'} '{bad}'; choose from: {', '.join(names)}" in err
+    )
+
+
+def test_bench_choices_parse_to_tuples() -> None:
+    args = build_parser().parse_args(["bench", "locomo", "--data", "x", "--variants", " bm25, dense ,bm25"])
+    assert args.variants == ("bm25", "dense")
+    assert build_parser().parse_args(["bench", "locomo", "--data", "x"]).variants == VARIANTS
+    assert build_parser().parse_args(["bench", "stores"]).peers == PEERS
+
+
+def test_the_create_agent_example_says_which_extra_it_needs() -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "create_agent_middleware.py"
+    assert "pip install 'langmem-plugin[agents]'" in example.read_text().split('"""')[1]
+    blocked = (
+        "import runpy, sys; sys.modules['langchain.agents'] = None; "
+        f"runpy.run_path({str(example)!r}, run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("needs: the agents extra (pip install 'langmem-plugin[agents]')")
+    assert "Traceback" not in result.stderr
+    assert "Fix: pip install 'langmem-plugin[agents]'" in result.stderr

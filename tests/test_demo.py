@@ -38,6 +38,40 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert (tmp_path / "memory").is_dir()
     assert "tokens    :" in text
     assert "tool call : update_memory" in text
+    # where things live, what the scores mean, and which text was cut
+    assert f"store     : embedded QdrantStore (MiniLM embeddings) at {tmp_path / 'memory'}" in text
+    assert f"checkpoint: SqliteSaver at {tmp_path / 'checkpoints.sqlite'}" in text
+    assert f"kept in {tmp_path}" in text
+    assert "rank = recall's ordering" in text
+    assert "store = the store's similarity" in text
+    recalled = [line for line in lines if line.startswith("  [")]
+    assert any(line.endswith("…") for line in recalled)  # a long episode, cut
+    assert any(line.endswith("Sam is vegetarian") for line in recalled)  # a short memory, whole
+
+
+def test_cut_marks_cut_text() -> None:
+    from langmem_plugin.demo import cut
+
+    assert cut("short", 10) == "short"
+    assert cut("a\nb", 10) == "a / b"
+    assert cut("x" * 20, 10) == "x" * 9 + "…"
+    assert len(cut("y" * 200, 80)) == 80
+
+
+def test_demo_with_a_given_store_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    from langmem_plugin.testing import FakeEmbeddings
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    lines: list[str] = []
+    store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
+    run_demo(store=store, out=lines.append)
+    text = "\n".join(lines)
+    assert "store     : InMemoryStore (given by the caller)" in text
+    assert "removed at the end (--dir DIR keeps them)" in text
+    assert "what the store holds about sam" in text
 
 
 def test_memory_bench_runs() -> None:

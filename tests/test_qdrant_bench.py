@@ -34,6 +34,6 @@ def test_stores_bench_skips_slow_peers_above_their_size() -> None:
 def test_cli_parses_sizes_and_peers() -> None:
     args = build_parser().parse_args(["bench", "stores", "--sizes", "10_000,100000", "--peers", "inmemory"])
     assert args.sizes == [10_000, 100_000]
-    assert args.peers == "inmemory"
+    assert args.peers == ("inmemory",)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "stores", "--sizes", "ten"])

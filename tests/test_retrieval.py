@@ -9,7 +9,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin.core.salience import memory_salience
+from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores.qdrant import QdrantStore
@@ -209,12 +209,9 @@ def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
         ({"group_weight": 0.5}, "group_field"),
         ({"group_weight": -0.5, "group_field": "g"}, "group_weight"),
         ({"group_top": 0}, "group_top"),
-        ({"mention_weight": 1.0}, "mention_field"),
-        ({"date_weight": -1.0}, "date_weight"),
-        ({"date_after_days": -3.0}, "date_after_days"),
-        ({"salience_weight": 1.0}, "salience"),
-        ({"salience": memory_salience, "salience_weight": -1.0}, "salience_weight"),
-        ({"salience": 0.5}, "salience must be a function"),
+        ({"lifts": SalienceLift()}, "lifts must be a tuple"),
+        ({"lifts": (lambda query, features, scores: scores,)}, "feature"),
+        ({"lifts": (0.5,)}, "lifts must be a tuple of Lift"),
     ],
 )
 def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> None:
@@ -335,12 +332,12 @@ def test_a_memory_from_the_person_the_query_names_is_lifted() -> None:
     query = "When did Ann adopt a puppy?"
     plain = lifted_ranking(RetrievalConfig(), docs, query)
     lifted = lifted_ranking(
-        RetrievalConfig(mention_field="metadata.speaker", mention_weight=2.0), docs, query
+        RetrievalConfig(lifts=(MentionLift("metadata.speaker", weight=2.0),)), docs, query
     )
     assert plain[0] == "bob"  # the same words in a shorter text: BM25 prefers it
     assert lifted[0] == "ann"
     named_bob = lifted_ranking(
-        RetrievalConfig(mention_field="metadata.speaker", mention_weight=2.0),
+        RetrievalConfig(lifts=(MentionLift("metadata.speaker", weight=2.0),)),
         docs,
         "When did bob adopt a puppy?",
     )
@@ -355,16 +352,71 @@ def test_a_memory_that_tells_outranks_one_that_asks_back_with_salience() -> None
     }
     query = "What did Mel make at the pottery class?"
     plain = lifted_ranking(RetrievalConfig(), docs, query)
-    lifted = lifted_ranking(RetrievalConfig(salience=memory_salience, salience_weight=1.0), docs, query)
+    lifted = lifted_ranking(RetrievalConfig(lifts=(SalienceLift(weight=1.0),)), docs, query)
     assert plain[0] == "asks"  # every word of the question, twice
     assert lifted[0] == "tells"
     assert lifted[-1] == "tax"  # salience reorders matches; it does not pull in a non-match
 
 
 def test_a_salience_function_that_returns_nan_is_a_typed_error() -> None:
-    config = RetrievalConfig(salience=lambda value: float("nan"), salience_weight=1.0)
+    config = RetrievalConfig(lifts=(SalienceLift(lambda value: float("nan"), weight=1.0),))
     with pytest.raises(ConfigurationError, match="finite number"):
         lifted_ranking(config, DOCS, "green tea")
+
+
+class Recorded:
+    """A lift that records what it was given and adds a fixed amount to one key."""
+
+    def __init__(self, key: str, amount: float) -> None:
+        self.key, self.amount = key, amount
+        self.read: list[str] = []
+        self.calls: list[tuple[str, list[str], list[float]]] = []
+
+    def feature(self, item: Any) -> str:
+        self.read.append(item.key)
+        return str(item.key)
+
+    def __call__(self, query: str, features: Any, scores: Any) -> list[float]:
+        self.calls.append((query, list(features), list(scores)))
+        return [self.amount if key == self.key else 0.0 for key in features]
+
+
+def test_a_lift_reads_each_item_once_and_adds_to_the_fused_scores_in_order() -> None:
+    first, second = Recorded("run", 5.0), Recorded("dog", 20.0)
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(lifts=(first, second))))
+    plain = {h.key: h.score for h in filled(HybridRetriever(memory_store())).search(NS, "tax deadline")}
+    hits = retriever.search(NS, "tax deadline")
+    retriever.search(NS, "green tea")
+    assert [h.key for h in hits][:2] == ["dog", "run"]
+    scores = {h.key: h.score for h in hits}
+    assert scores["dog"] == pytest.approx(plain["dog"] + 20.0)
+    assert scores["run"] == pytest.approx(plain["run"] + 5.0)
+    assert scores["tax"] == pytest.approx(plain["tax"])
+    assert sorted(first.read) == sorted(DOCS)  # read once when indexed, not per search
+    query, features, before = second.calls[0]
+    assert query == "tax deadline"
+    assert len(features) == len(before) == len(DOCS)
+    # the second lift sees the scores the first one left
+    assert before[features.index("run")] == pytest.approx(plain["run"] + 5.0)
+
+
+def test_lifts_apply_in_hybrid_mode_only() -> None:
+    lift = Recorded("dog", 20.0)
+    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical", lifts=(lift,))))
+    assert retriever.search(NS, "tax deadline")[0].key == "tax"
+    assert lift.calls == []
+
+
+def test_a_lift_that_returns_the_wrong_length_is_a_typed_error() -> None:
+    class Short:
+        def feature(self, item: Any) -> None:
+            return None
+
+        def __call__(self, query: str, features: Any, scores: Any) -> list[float]:
+            return [1.0]
+
+    with pytest.raises(ConfigurationError, match="one finite number per candidate"):
+        lifted_ranking(RetrievalConfig(lifts=(Short(),)), DOCS, "green tea")
 
 
 def test_a_match_among_other_matches_of_its_group_is_lifted() -> None:
@@ -395,17 +447,20 @@ def test_a_memory_from_the_period_the_query_names_is_lifted() -> None:
     }
     query = "Which museum did she visit in May 2023?"
     without = lifted_ranking(RetrievalConfig(), docs, query)
-    lifted = lifted_ranking(RetrievalConfig(date_weight=2.0, date_after_days=0), docs, query)
-    late = lifted_ranking(RetrievalConfig(date_weight=2.0, date_after_days=30), docs, query)
+    lifted = lifted_ranking(RetrievalConfig(lifts=(PeriodLift(weight=2.0, after_days=0),)), docs, query)
+    late = lifted_ranking(RetrievalConfig(lifts=(PeriodLift(weight=2.0, after_days=30),)), docs, query)
     assert without[0] == "march"  # fewest words: BM25's best
     assert lifted[0] == "may"
     assert lifted[1] == "march"  # June is after May's end
     assert set(late[:2]) == {"may", "june"}  # told within 30 days of the month's end
-    assert lifted_ranking(RetrievalConfig(date_weight=2.0), docs, "Which museum did she visit?") == without
+    unnamed = lifted_ranking(
+        RetrievalConfig(lifts=(PeriodLift(weight=2.0),)), docs, "Which museum did she visit?"
+    )
+    assert unnamed == without
 
 
 def test_query_period_reads_days_and_months() -> None:
-    from langmem_plugin.services.retrieval import query_period
+    from langmem_plugin.bench.locomo_lifts import query_period
 
     def iso(query: str) -> list[str] | None:
         period = query_period(query)

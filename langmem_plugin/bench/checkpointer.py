@@ -40,8 +40,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import Timer, format_table, percentile
 from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.report import Timer, format_table, percentile
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.testing import FakeEmbeddings
 
@@ -267,7 +267,12 @@ def run_scale_bench(
     sizes: Sequence[int], *, dims: int = 384, samples: int = 50, workdir: str | None = None
 ) -> str:
     """CheckpointerStore(SqliteSaver) at each size: load, search p50s, reopen, vector memory; a table."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the checkpointer benchmark needs {exc.name}. Fix: pip install 'langmem-plugin[bench]'."
+        ) from exc
 
     from langmem_plugin.stores.checkpointer import CheckpointerStore
 

@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from langmem_plugin.bench._report import Timer, format_table, percentile, ratio, time_calls
+from langmem_plugin.bench.report import Timer, format_table, percentile, ratio, time_calls
 
 __all__ = ["CoreBenchResult", "run_core_bench", "sample_sentences"]
 

@@ -30,8 +30,9 @@ vector, :data:`EMBEDDED_FIELDS`); the hybrid retriever's BM25 indexes date,
 context and content, and the fused score is lifted for a turn next to a strong
 match, in a session with other strong matches, spoken by the person the
 question names, dated in the period the question names, or that tells rather
-than reacts or asks back (its salience, :mod:`langmem_plugin.core.salience`,
-scored from the turn's text alone) (:data:`LOCOMO_RETRIEVAL`). Its weights
+than reacts or asks back (its salience, :mod:`langmem_plugin.bench.locomo_salience`,
+scored from the turn's text alone) (:data:`LOCOMO_RETRIEVAL`; the last three are
+:mod:`langmem_plugin.bench.locomo_lifts`, over the retriever's ``lifts`` hook). Its weights
 were tuned on conversations 0-4; report 5-9 apart (:meth:`LocomoResult.only`)
 to see what tuning bought.
 
@@ -56,9 +57,10 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import format_table, percentile, time_calls
+from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
+from langmem_plugin.bench.locomo_salience import memory_salience
+from langmem_plugin.bench.report import format_table, percentile, time_calls
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
-from langmem_plugin.core.salience import memory_salience
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
@@ -100,7 +102,7 @@ EMBEDDED_FIELDS: tuple[str, ...] = ("content", *(f"metadata.part_{n}" for n in r
 
 #: The retrieval recipe measured here: BM25 over date + previous turn + turn, dense over the turn and
 #: its sentences, lifted by a strong neighbour, a strong session, the speaker the question names, the
-#: date it names and how much the turn tells (:func:`~langmem_plugin.core.salience.memory_salience`);
+#: date it names and how much the turn tells (:func:`~langmem_plugin.bench.locomo_salience.memory_salience`);
 #: weights tuned on conversations 0-4 (see the module docs).
 LOCOMO_RETRIEVAL = RetrievalConfig(
     lexical_fields=("metadata.session_date", "metadata.context", "content"),
@@ -109,11 +111,11 @@ LOCOMO_RETRIEVAL = RetrievalConfig(
     candidates=50,
     group_field="metadata.session_date",
     group_weight=0.5,
-    mention_field="metadata.speaker",
-    mention_weight=1.2,
-    date_weight=1.4,
-    salience=memory_salience,
-    salience_weight=1.2,
+    lifts=(
+        MentionLift("metadata.speaker", weight=1.2),
+        PeriodLift(weight=1.4, after_days=30.0),
+        SalienceLift(memory_salience, weight=1.2),
+    ),
 )
 
 #: The recipe with 30 candidates of each signal instead of 50: ≈ 1 point lower recall@10 (84.0 vs

@@ -1,14 +1,15 @@
 """``langmem-plugin bench memory``: the cost of memory in a turn, per store.
 
 For each store (LangGraph's InMemoryStore and the embedded QdrantStore, both with
-the offline MiniLM embedder) it saves ``memories`` user memories through the
-same plan the ``save_memory`` tool runs, then times, over ``queries`` queries:
+the offline MiniLM embedder) it saves ``memories`` user memories with the
+``save_memory`` tool, then times, over ``queries`` queries, what a :class:`~langmem_plugin.Memory`
+does in a turn (its public API only):
 
-- **recall**: search user + session memory and knowledge, rank, fit budgets, render
-  the fenced prompt (what the recall node does before each model call) — without and
-  with access counts (updating a record re-puts it, and the store re-embeds it);
+- **recall** (``Memory.recall``): search user + session memory and knowledge, rank, fit
+  budgets, render the fenced prompt (what the recall node does before each model call) —
+  without and with access counts (updating a record re-puts it, and the store re-embeds it);
 - **search tool**: ``search_memory`` with a query (5 results), access counts updated;
-- **remember**: one episode written to session memory;
+- **remember** (the remember node): one exchange written to session memory as an episode;
 
 and reports the mean tokens recall injected against the tokens of every stored
 memory as plain text (what "put everything in the prompt" would cost).
@@ -23,24 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from langmem_plugin.bench._report import Timer, format_table, percentile, time_calls
+from langmem_plugin import CompartmentLimits, Memory, MemoryLayout, RecallConfig
 from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.report import Timer, format_table, percentile, time_calls
 from langmem_plugin.core.embeddings import MINILM_DIMS, MiniLMEmbeddings
-from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.services import (
-    CompartmentLimits,
-    MemoryLayout,
-    RecallConfig,
-    episode_from_messages,
-    execute,
-    recall_steps,
-    remember_steps,
-    save_plan,
-    search_plan,
-)
 from langmem_plugin.services.operations import INDEX_FIELDS
 
 __all__ = ["MemoryBenchResult", "run_memory_bench"]
@@ -131,7 +122,7 @@ def run_memory_bench(
     texts = sample_sentences(memories, seed=11)
     questions = [f"What about {t.split(' ', 2)[-1]}?" for t in sample_sentences(queries, seed=23)]
     layout = MemoryLayout(limits={"user": CompartmentLimits(max_items=None)})
-    scope = Scope(user_id="bench", thread_id="bench-thread")
+    config: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": "bench-thread"}}
     recall_config = RecallConfig(model=_MODEL, min_relevance=None, track_access=False)
     tracked_config = RecallConfig(model=_MODEL, min_relevance=None, track_access=True)
     all_tokens = count_tokens("\n".join(texts), model=_MODEL)
@@ -140,34 +131,32 @@ def run_memory_bench(
         if progress:
             progress(f"  {name}: saving {memories} memories...")
         with _store(name, embedder) as store:
+            memory = Memory(store, layout=layout, recall=recall_config, model=_MODEL)
+            tracked = Memory(store, layout=layout, recall=tracked_config, model=_MODEL)
+            tools = {tool.name: tool for tool in memory.tools}
             with Timer() as saving:
                 for text in texts:
-                    execute(store, save_plan(scope, layout, text, category="bench"))
+                    tools["save_memory"].invoke({"content": text, "category": "bench"}, config)
             recalls: list[int] = []
 
-            def recall(
-                question: str,
-                store: BaseStore = store,
-                config: RecallConfig = recall_config,
-                out: list[int] = recalls,
-            ) -> None:
-                done = execute(store, recall_steps(scope, layout, [HumanMessage(question)], config=config))
+            def recall(question: str, memory: Memory = memory, out: list[int] = recalls) -> None:
+                done = memory.recall([HumanMessage(question)], config)
                 out.append(done.tokens["total"])
 
             recall_times = time_calls(recall, questions)
             tracked_times = time_calls(
-                lambda q, store=store: recall(q, store, tracked_config, []),  # type: ignore[misc]
+                lambda q, tracked=tracked: recall(q, tracked, []),  # type: ignore[misc]
                 questions,
             )
+            search = tools["search_memory"]
             search_times = time_calls(
-                lambda q, store=store: execute(store, search_plan(scope, layout, q, limit=5)),  # type: ignore[misc]
+                lambda q, search=search: search.invoke({"query": q, "limit": 5}, config),  # type: ignore[misc]
                 questions,
             )
 
-            def remember(i: int, store: BaseStore = store) -> None:
-                episode = episode_from_messages([HumanMessage(f"question {i}"), AIMessage(f"answer {i}")])
-                assert episode is not None
-                execute(store, remember_steps(scope, layout, episode))
+            def remember(i: int, memory: Memory = memory) -> None:
+                exchange = [HumanMessage(f"question {i}"), AIMessage(f"answer {i}")]
+                memory.remember_node.invoke({"messages": exchange}, config)
 
             remember_times = time_calls(remember, list(range(queries)))
             result.rows.append(

@@ -29,10 +29,11 @@ neighbours (computed with numpy over the same vectors), hybrid search (dense +
 BM25, fused in the engine; QdrantStore only) p50/p95, reopen time (close, open,
 first get) and disk usage (allocated blocks), then ratios of each peer to the
 embedded QdrantStore. For the embedded rows the note also gives the engine's
-ceiling: the rate at which Qdrant Edge alone takes the same points (their
-``qdrant_edge.Point`` conversion and the update, into a fresh shard with the
-store's settings; nothing of the store's own work), measured on the first
-20,000 points the load wrote, and the vector search right after the reopen,
+ceiling: the rate at which Qdrant Edge alone (the ``qdrant_edge`` package, none
+of our code) takes the same items laid out as the store lays them out (the
+vector, BM25 terms, namespace, key, value and timestamps; the
+``qdrant_edge.Point`` conversion and the update, into a fresh shard configured
+as the store's), measured on the first 20,000 items of the load, and the vector search right after the reopen,
 while the store's payload cache is still empty. Peers that scan in Python are given a time budget per
 metric rather than a fixed number of calls, and are skipped above
 ``slow_peer_max`` items. The peers come with ``pip install 'langmem-plugin[bench]'``.
@@ -40,10 +41,12 @@ metric rather than a fixed number of calls, and are skipped above
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,11 +57,11 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_plugin.bench._report import format_table, percentile
 from langmem_plugin.bench.core import sample_sentences
-from langmem_plugin.errors import MissingDependencyError
+from langmem_plugin.bench.report import format_table, percentile
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "run_stores_bench"]
+__all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "check_peers", "run_stores_bench"]
 
 DIMS = 384
 TARGET = ("bench", "target")
@@ -272,11 +275,9 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
         mem = InMemoryStore(index=index)  # type: ignore[arg-type]
         return _Peer(mem, vector=lambda q: mem.search(TARGET, query=q, limit=10))
     if name == "langgraph-store-qdrant":
-        try:
-            from langgraph.store.qdrant import QdrantStore as AnchorStore
-            from qdrant_client import QdrantClient
-        except ImportError as exc:
-            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        from langgraph.store.qdrant import QdrantStore as AnchorStore
+        from qdrant_client import QdrantClient
+
         client = QdrantClient(location=":memory:")
         anchor = AnchorStore(client, index={"dims": DIMS, "embed": data.embeddings, "fields": ["text"]})
         anchor.setup()
@@ -284,11 +285,9 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             anchor, close=client.close, vector=lambda q: list(anchor.search(TARGET, query=q, limit=10))
         )
     if name == "sqlite":
-        try:
-            import pysqlite3
-            from langgraph.store.sqlite import SqliteStore
-        except ImportError as exc:
-            raise MissingDependencyError("pip install 'langmem-plugin[bench]'") from exc
+        import pysqlite3
+        from langgraph.store.sqlite import SqliteStore
+
         path = workdir / "store.sqlite"
 
         def connect() -> Any:
@@ -307,7 +306,37 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             disk=lambda: _disk_usage(workdir.glob("store.sqlite*")),
             vector=lambda q: sqlite.search(TARGET, query=q, limit=10),
         )
-    raise ValueError(f"unknown peer {name!r}; choose from {', '.join((*PEERS, OPTIMIZED))}")
+    raise ConfigurationError(f"unknown peer {name!r}; choose from {', '.join((*PEERS, OPTIMIZED))}")
+
+
+#: The modules each peer needs beyond the package's own dependencies (the ``bench`` extra has them).
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "langgraph-store-qdrant": ("langgraph.store.qdrant", "qdrant_client"),
+    "sqlite": ("pysqlite3", "langgraph.store.sqlite"),
+}
+
+
+def check_peers(peers: Iterable[str]) -> None:
+    """Fail before any measuring when a peer is unknown or its package is missing.
+
+    Raises:
+        ConfigurationError: an unknown peer (the message lists the known ones).
+        MissingDependencyError: a peer's package is not installed (the message has the ``pip`` line).
+    """
+    import importlib
+
+    known = (*PEERS, OPTIMIZED)
+    for name in peers:
+        if name not in known:
+            raise ConfigurationError(f"unknown peer {name!r}; choose from {', '.join(known)}")
+        for module in _NEEDS.get(name, ()):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    f"the stores benchmark's peer {name!r} needs {exc.name or module}. Fix: pip install "
+                    f"'langmem-plugin[bench]', or leave it out of --peers."
+                ) from exc
 
 
 # ---------------------------------------------------------------------- timing
@@ -347,51 +376,100 @@ def _workdir(base: Path | None) -> Iterator[Path]:
 _CEILING_POINTS = 20_000
 
 
-def _recording(store: Any) -> list[Any]:
-    """Record the points an embedded store upserts (the first :data:`_CEILING_POINTS`)."""
-    from langmem_plugin.stores.qdrant._plan import Upsert
+@dataclass
+class _RawPoint:
+    """One point as the engine takes it, before conversion: id, vectors and payload."""
 
-    engine = store._engine
-    recorded: list[Any] = []
-    execute = engine.execute
-
-    def record(call: Any) -> Any:
-        if isinstance(call, Upsert) and len(recorded) < _CEILING_POINTS:
-            recorded.extend(call.points)
-        return execute(call)
-
-    engine.execute = record
-    return recorded
+    id: uuid.UUID
+    dense: list[float]
+    sparse: tuple[list[int], list[float]] | None
+    payload: dict[str, Any]
 
 
-def _engine_ceiling(store: Any, points: list[Any], workdir: Path) -> tuple[float, float, float]:
-    """Points/s of Qdrant Edge alone on ``points``, and µs per point of conversion and of update."""
+def _ns_token(labels: tuple[str, ...]) -> str:
+    return json.dumps(list(labels), ensure_ascii=False, separators=(",", ":"))
+
+
+def _raw_points(data: _Data, n: int) -> list[_RawPoint]:
+    """The first ``n`` points of the load, laid out as an embedded store lays them out.
+
+    A point has the item's vector (``dense``), its text's BM25 terms (``bm25``) and a
+    payload with the namespace, its prefixes, the key, the value and the timestamps.
+    """
+    from langmem_plugin.core.lexical import BM25Encoder
+
+    encoder = BM25Encoder()
+    now_us = int(time.time() * 1e6)
+    points: list[_RawPoint] = []
+    for op in data.puts[:n]:
+        value = dict(op.value or {})
+        ns = tuple(op.namespace)
+        text = str(value.get("text", ""))
+        terms = encoder.encode_document(text)
+        payload = {
+            "ns": _ns_token(ns),
+            "ns_prefix": [_ns_token(ns[:i]) for i in range(1, len(ns) + 1)],
+            "key": op.key,
+            "value": value,
+            "created_us": now_us,
+            "updated_us": now_us,
+            "expires_us": None,
+            "ttl": None,
+            "indexed": 1,
+        }
+        sparse = (list(terms.indices), list(terms.values)) if terms.indices else None
+        point_id = uuid.uuid5(uuid.NAMESPACE_URL, json.dumps([list(ns), op.key]))
+        points.append(_RawPoint(point_id, data.embeddings.vectors[text], sparse, payload))
+    return points
+
+
+def _ceiling_shard(path: Path) -> Any:
+    """A fresh Qdrant Edge shard configured as an embedded QdrantStore's: cosine dense vectors with
+    int8 quantization and HNSW (m 16, ef_construct 64), BM25 terms with IDF, the payload indexes of
+    namespace and time; no index builds while loading."""
     import qdrant_edge as qe
 
-    from langmem_plugin.stores.qdrant._edge import EdgeEngine
-
-    own = store._engine
-    engine = EdgeEngine(
-        workdir / "ceiling",
-        dims=own.dims,
-        filter_indexes=own.filter_indexes,
-        optimize_every=None,
-        cache_items=0,
+    config = qe.EdgeConfig(
+        vectors={"dense": qe.EdgeVectorParams(size=DIMS, distance=qe.Distance.Cosine)},
+        sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=64, full_scan_threshold=10_000),
+        quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, always_ram=True),
     )
-    engine.open()
-    shard = engine._shard
-    assert shard is not None
+    shard = qe.EdgeShard.create(str(path), config)
+    for name, schema in (
+        ("ns_prefix", qe.KeywordIndexParams(is_tenant=True, enable_hnsw=False)),
+        ("ns", qe.KeywordIndexParams(enable_hnsw=False)),
+        ("updated_us", qe.IntegerIndexParams(lookup=False, range=True, enable_hnsw=False)),
+        ("expires_us", qe.IntegerIndexParams(lookup=False, range=True, enable_hnsw=False)),
+        ("indexed", qe.IntegerIndexParams(lookup=True, range=False, enable_hnsw=False)),
+    ):
+        shard.update(qe.UpdateOperation.create_field_index(name, schema))
+    return shard
+
+
+def _engine_ceiling(data: _Data, workdir: Path) -> tuple[float, float, float]:
+    """Points/s of Qdrant Edge alone on the load's first points, and µs per point of conversion
+    (``qdrant_edge.Point``) and of the update, in batches of 500 as the bench writes them."""
+    import qdrant_edge as qe
+
+    points = _raw_points(data, _CEILING_POINTS)
+    shard = _ceiling_shard(workdir / "ceiling")
     convert = update = 0.0
     try:
         for i in range(0, len(points), 500):
             start = time.perf_counter()
-            batch = [engine._point(p) for p in points[i : i + 500]]
+            batch = []
+            for p in points[i : i + 500]:
+                vectors: dict[str, Any] = {"dense": p.dense}
+                if p.sparse is not None:
+                    vectors["bm25"] = qe.SparseVector(*p.sparse)
+                batch.append(qe.Point(p.id, vectors, p.payload))
             middle = time.perf_counter()
             shard.update(qe.UpdateOperation.upsert_points(batch))
             convert += middle - start
             update += time.perf_counter() - middle
     finally:
-        engine.close()
+        shard.close()
     n = max(len(points), 1)
     return n / (convert + update), convert / n * 1e6, update / n * 1e6
 
@@ -401,7 +479,6 @@ def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> Stor
     with _workdir(base) as workdir:
         peer = _open_peer(name, data, workdir)
         store = peer.store
-        recorded = _recording(store) if name in _EMBEDDED else []
         start = time.perf_counter()
         longest = 0.0  # the longest automatic build (one pause of a write)
         for i in range(0, len(data.puts), 500):
@@ -423,7 +500,7 @@ def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> Stor
                     f"; puts/s includes {during:.1f} s of automatic builds (longest {longest:.1f} s),"
                     f" without: {writes_only:,.0f}/s"
                 )
-            rate, convert_us, update_us = _engine_ceiling(store, recorded, workdir)
+            rate, convert_us, update_us = _engine_ceiling(data, workdir)
             row.note += (
                 f"; engine ceiling: {rate:,.0f} points/s (Qdrant Edge alone: conversion {convert_us:.0f} µs"
                 f" + update {update_us:.0f} µs per point)"
@@ -485,7 +562,12 @@ def run_stores_bench(
         slow_peer_max: skip the peers that scan in Python above this size.
         workdir: where the temporary stores go (default: the system's temp dir).
         progress: called with a line as each store finishes.
+
+    Raises:
+        ConfigurationError: an unknown peer.
+        MissingDependencyError: a peer's package is missing (before anything is measured).
     """
+    check_peers(peers)
     data = _data(size, queries)
     result = StoresBenchResult(size)
     for name in peers:

@@ -40,14 +40,11 @@ Then, optionally, the fused score is *lifted* by what the items' values say
   a question shares no word with it, the question does);
 - a candidate whose group (``group_field``: a session, a document) holds other
   strong matches;
-- a candidate from or about someone the query names (``mention_field``: the
-  speaker, compared as BM25 tokens);
-- a candidate dated in the day or month the query names (``date_weight``;
-  :func:`query_period`), or up to ``date_after_days`` after it;
-- a candidate that tells more than it asks (``salience``: a score of the item
-  alone, such as :func:`~langmem_plugin.core.salience.memory_salience` for
-  conversation turns — a turn that only reacts or asks back shares the
-  question's words but rarely answers it).
+- whatever else a :class:`Lift` in :attr:`RetrievalConfig.lifts` adds: a lift
+  reads what it needs from each item once (when the item is indexed) and, per
+  query, returns an addition for each candidate. The LoCoMo recipe's lifts (the
+  speaker the question names, the date it names, how much a turn tells) are
+  written this way, in :mod:`langmem_plugin.bench.locomo_lifts`.
 
 The features these read are taken once per item when it is indexed, so a lift
 costs a dictionary lookup per candidate.
@@ -64,16 +61,13 @@ costs a dictionary lookup per candidate.
 
 from __future__ import annotations
 
-import calendar
-import contextlib
 import functools
 import math
-import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeAlias, cast
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
@@ -81,12 +75,49 @@ from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.store_steps import Plan, aexecute, execute, watch_writes
 
-__all__ = ["HybridRetriever", "RetrievalConfig", "RetrievalMode", "RetrievedItem", "query_period"]
+__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
 
 RetrievalMode = Literal["hybrid", "dense", "lexical"]
 _MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
 Namespace: TypeAlias = tuple[str, ...]
 _DocKey: TypeAlias = tuple[Namespace, str]
+F = TypeVar("F")
+
+
+class Lift(Protocol[F]):
+    """An addition to the fused score of hybrid search, from what the items and the query say.
+
+    A lift has two parts. :meth:`feature` reads what the lift needs from one stored item
+    (its ``namespace``, ``key``, ``value``, ``created_at``); the retriever calls it once, when
+    it indexes the item, and keeps the result. :meth:`__call__` runs on each hybrid search
+    after fusion (and after the neighbour and group lifts): it gets the query, the candidates'
+    features and their fused scores so far, in the same order, and returns one addition per
+    candidate, in the fused score's units (standard deviations of the signals; 0 leaves a
+    candidate where it is). The lifts of :attr:`RetrievalConfig.lifts` run in order, each
+    seeing the scores the previous ones left.
+
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from langmem_plugin.testing import FakeEmbeddings
+    >>> class Pinned:  # a memory marked pinned gains 2 standard deviations
+    ...     def feature(self, item: Item) -> bool:
+    ...         return bool(item.value.get("pinned"))
+    ...     def __call__(self, query: str, features: Sequence[bool], scores: Sequence[float]) -> list[float]:
+    ...         return [2.0 if pinned else 0.0 for pinned in features]
+    >>> store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
+    >>> retriever = HybridRetriever(store, RetrievalConfig(lifts=(Pinned(),)))
+    >>> retriever.put(("notes",), "tea", {"content": "Likes green tea"})
+    >>> retriever.put(("notes",), "oolong", {"content": "Likes oolong tea", "pinned": True})
+    >>> [hit.key for hit in retriever.search(("notes",), "green tea")]
+    ['oolong', 'tea']
+    """
+
+    def feature(self, item: Item) -> F:
+        """What the lift reads from one stored item, once, when the retriever indexes it."""
+        ...
+
+    def __call__(self, query: str, features: Sequence[F], scores: Sequence[float]) -> Sequence[float]:
+        """One addition per candidate (``features`` and ``scores`` are the candidates', in order)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,22 +145,8 @@ class RetrievalConfig:
             mean fused score of the best ``group_top`` candidates of its group (evidence that
             clusters in one session outranks a lone match elsewhere).
         group_top: how many of a group's best candidates make its score.
-        mention_field: a dot path into the value naming who a memory is from or about (a
-            speaker, an author), e.g. ``"metadata.speaker"``.
-        mention_weight: hybrid mode, with ``mention_field``: a candidate whose ``mention_field``
-            the query names (any of its words, as BM25 tokenises them) gains this much.
-        date_weight: hybrid mode: when the query names a day or a month with its year ("on
-            7 May 2023", "in June 2023"), memories created from that period's start to
-            ``date_after_days`` after its end gain this much (what happened is told later).
-        date_after_days: how long after the named period a memory still counts as about it.
-        date_field: a dot path to an ISO-8601 date in the value that says when a memory
-            happened (a memory record's ``created_at``, which imports may set to the past);
-            the item's ``created_at`` in the store when missing or unreadable.
-        salience: a function of an item's value giving how much the memory is worth recalling
-            whatever the query, e.g. :func:`~langmem_plugin.core.salience.memory_salience`
-            for conversation turns; taken once per item when it is indexed.
-        salience_weight: hybrid mode, with ``salience``: each candidate gains this times its
-            salience.
+        lifts: hybrid mode: more additions to the fused score (:class:`Lift`), applied in order
+            after the neighbour and group lifts.
 
     The lifts are in the fused score's units: standard deviations of the signals.
     """
@@ -145,13 +162,7 @@ class RetrievalConfig:
     group_field: str | None = None
     group_weight: float = 0.0
     group_top: int = 3
-    mention_field: str | None = None
-    mention_weight: float = 0.0
-    date_weight: float = 0.0
-    date_after_days: float = 30.0
-    date_field: str | None = "created_at"
-    salience: Callable[[Mapping[str, Any]], float] | None = None
-    salience_weight: float = 0.0
+    lifts: tuple[Lift[Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
@@ -168,32 +179,19 @@ class RetrievalConfig:
                 f"neighbour_weight must be 0 or more and needs neighbours_field, got "
                 f"neighbour_weight={self.neighbour_weight!r}, neighbours_field={self.neighbours_field!r}"
             )
-        for name, weight, path in (
-            ("group_weight", self.group_weight, self.group_field),
-            ("mention_weight", self.mention_weight, self.mention_field),
-        ):
-            if weight < 0 or (weight and not path):
-                field_name = name.replace("weight", "field")
-                raise ConfigurationError(
-                    f"{name} must be 0 or more and needs {field_name}, got {name}={weight!r}, "
-                    f"{field_name}={path!r}"
-                )
-        if self.salience is not None and not callable(self.salience):
+        if self.group_weight < 0 or (self.group_weight and not self.group_field):
             raise ConfigurationError(
-                f"salience must be a function of an item's value (such as memory_salience) or None, "
-                f"got {self.salience!r}"
-            )
-        if self.salience_weight < 0 or (self.salience_weight and self.salience is None):
-            raise ConfigurationError(
-                f"salience_weight must be 0 or more and needs salience, got "
-                f"salience_weight={self.salience_weight!r}, salience={self.salience!r}"
+                f"group_weight must be 0 or more and needs group_field, got "
+                f"group_weight={self.group_weight!r}, group_field={self.group_field!r}"
             )
         if self.group_top < 1:
             raise ConfigurationError(f"group_top must be at least 1, got {self.group_top!r}")
-        if self.date_weight < 0 or self.date_after_days < 0:
+        if not isinstance(self.lifts, tuple) or not all(
+            callable(lift) and callable(getattr(lift, "feature", None)) for lift in self.lifts
+        ):
             raise ConfigurationError(
-                f"date_weight and date_after_days must be 0 or more, got date_weight={self.date_weight!r}, "
-                f"date_after_days={self.date_after_days!r}"
+                "lifts must be a tuple of Lift objects (a feature(item) method and a "
+                f"__call__(query, features, scores)), got {self.lifts!r}"
             )
         if self.candidates < 1:
             raise ConfigurationError(f"candidates must be at least 1, got {self.candidates!r}")
@@ -228,9 +226,7 @@ class _Features:
 
     neighbours: tuple[_DocKey, ...]
     group_key: tuple[Namespace, str] | None  # (namespace, group), None without a group
-    mention: frozenset[int]
-    created_at: datetime
-    salience: float = 0.0
+    lifted: tuple[Any, ...] = ()  # each of RetrievalConfig.lifts' feature(item), in order
 
 
 @dataclass
@@ -243,7 +239,6 @@ class _Lexical:
 
 
 _SCAN_PAGE = 1000
-_TERM_CACHE = 10_000  # distinct mention_field values whose BM25 terms are remembered
 _VERIFY_ROUNDS = 3  # re-reads of lexical-only hits per search before giving up on them
 
 
@@ -299,42 +294,15 @@ def _zscores(scores: Mapping[_DocKey, float], keys: Sequence[_DocKey]) -> list[f
     return [(get(k, floor) - mean) / std for k in keys]
 
 
-_MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
-_MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if name})
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
-_MONTH_FIRST = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
-_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)
-
-
-def query_period(query: str) -> tuple[datetime, datetime] | None:
-    """The day or month a query names, as ``[start, end)`` in UTC; ``None`` when it names neither.
-
-    >>> [d.date().isoformat() for d in query_period("Where was Dave on October 3, 2023?")]
-    ['2023-10-03', '2023-10-04']
-    >>> [d.date().isoformat() for d in query_period("What did she start in June 2023?")]
-    ['2023-06-01', '2023-07-01']
-    >>> query_period("What did she do in 2023?") is None
-    True
-    """
-    try:
-        if m := _MONTH_FIRST.search(query):
-            start = datetime(int(m[3]), _MONTHS[m[1].lower()], int(m[2]), tzinfo=UTC)
-            return start, start + timedelta(days=1)
-        if m := _DAY_FIRST.search(query):
-            start = datetime(int(m[3]), _MONTHS[m[2].lower()], int(m[1]), tzinfo=UTC)
-            return start, start + timedelta(days=1)
-        if m := _MONTH_YEAR.search(query):
-            year, month = int(m[2]), _MONTHS[m[1].lower()]
-            end = (
-                datetime(year + 1, 1, 1, tzinfo=UTC)
-                if month == 12
-                else datetime(year, month + 1, 1, tzinfo=UTC)
-            )
-            return datetime(year, month, 1, tzinfo=UTC), end
-    except ValueError:  # "February 30, 2023"
-        return None
-    return None
+def _lifted(lift: Lift[Any], query: str, features: list[Any], scores: list[float]) -> list[float]:
+    """``scores`` plus what ``lift`` adds to each (checked: one finite number per candidate)."""
+    added = lift(query, features, scores)
+    if len(added) != len(scores) or not all(math.isfinite(x) for x in added):
+        raise ConfigurationError(
+            f"the lift {lift!r} returned {list(added)[:5]!r}... for {len(scores)} candidates; "
+            "it must return one finite number per candidate"
+        )
+    return [score + x for score, x in zip(scores, added, strict=True)]
 
 
 def _prefix(namespace_prefix: Sequence[str]) -> Namespace:
@@ -368,7 +336,6 @@ class HybridRetriever:
         self.config = config or RetrievalConfig()
         self._encoder = encoder or BM25Encoder()
         self._lexical: dict[Namespace, _Lexical] = {}
-        self._term_cache: dict[str, frozenset[int]] = {}
         self._lock = threading.RLock()
         watch_writes(store, self._on_writes)
 
@@ -586,13 +553,7 @@ class HybridRetriever:
             w * d + (1.0 - w) * x
             for d, x in zip(_zscores(dense, union), _zscores(lexical_scores, union), strict=True)
         ]
-        if not (
-            config.neighbour_weight
-            or config.group_weight
-            or config.mention_weight
-            or config.date_weight
-            or config.salience_weight
-        ):
+        if not (config.neighbour_weight or config.group_weight or config.lifts):
             return dict(zip(union, scores, strict=True))
         known = lexical.features if lexical is not None else {}
         features = [known.get(doc) or self._features(doc, found[doc]) for doc in union]
@@ -600,15 +561,8 @@ class HybridRetriever:
             scores = self._with_neighbours(union, scores, features)
         if config.group_weight:
             scores = self._with_groups(scores, features)
-        if config.mention_weight:
-            scores = self._with_mentions(scores, features, query)
-        if config.date_weight:
-            scores = self._with_period(scores, features, query)
-        if config.salience_weight:
-            weight = config.salience_weight
-            scores = [
-                score + weight * feature.salience for score, feature in zip(scores, features, strict=True)
-            ]
+        for n, lift in enumerate(config.lifts):
+            scores = _lifted(lift, query, [feature.lifted[n] for feature in features], scores)
         return dict(zip(union, scores, strict=True))
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
@@ -648,25 +602,8 @@ class HybridRetriever:
         if config.neighbours_field:
             neighbours = tuple((doc[0], k) for k in _field_text(value, config.neighbours_field).split())
         group = _field_text(value, config.group_field) if config.group_field else ""
-        named = _field_text(value, config.mention_field) if config.mention_field else ""
-        created = item.created_at
-        if config.date_field and (stamp := _field_text(value, config.date_field)):
-            with contextlib.suppress(ValueError):
-                created = datetime.fromisoformat(stamp)
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=UTC)
         group_key = (doc[0], group) if group else None
-        salience = 0.0
-        if config.salience is not None:
-            salience = float(config.salience(value))
-            if not math.isfinite(salience):
-                raise ConfigurationError(
-                    f"RetrievalConfig.salience returned {salience!r} for {doc!r}; "
-                    "it must return a finite number"
-                )
-        return _Features(
-            neighbours, group_key, self._terms(named) if named else frozenset(), created, salience
-        )
+        return _Features(neighbours, group_key, tuple(lift.feature(item) for lift in config.lifts))
 
     def _with_neighbours(
         self, union: Sequence[_DocKey], scores: list[float], features: Sequence[_Features]
@@ -697,36 +634,6 @@ class HybridRetriever:
         weight = self.config.group_weight
         return [
             score if feature.group_key is None else score + weight * strength[feature.group_key]
-            for score, feature in zip(scores, features, strict=True)
-        ]
-
-    def _terms(self, text: str) -> frozenset[int]:
-        terms = self._term_cache.get(text)
-        if terms is None:
-            terms = frozenset(self._encoder.encode_query(text).indices)
-            if len(self._term_cache) < _TERM_CACHE:
-                self._term_cache[text] = terms
-        return terms
-
-    def _with_mentions(self, scores: list[float], features: Sequence[_Features], query: str) -> list[float]:
-        """Add ``mention_weight`` to each candidate whose ``mention_field`` the query names."""
-        asked = frozenset(self._encoder.encode_query(query).indices)
-        weight = self.config.mention_weight
-        return [
-            score + weight if not asked.isdisjoint(feature.mention) else score
-            for score, feature in zip(scores, features, strict=True)
-        ]
-
-    def _with_period(self, scores: list[float], features: Sequence[_Features], query: str) -> list[float]:
-        """Add ``date_weight`` to each candidate created in the period the query names (if it names one)."""
-        period = query_period(query)
-        if period is None:
-            return scores
-        start, end = period
-        end += timedelta(days=self.config.date_after_days)
-        weight = self.config.date_weight
-        return [
-            score + weight if start <= feature.created_at < end else score
             for score, feature in zip(scores, features, strict=True)
         ]
 

@@ -1,4 +1,10 @@
-"""How much a conversation turn tells: a prior for ranking remembered turns.
+"""How much a conversation turn tells: the LoCoMo recipe's prior for ranking remembered turns.
+
+This is benchmark code: English word lists and weights fitted on one dataset
+(LoCoMo conversations 0-4), used by ``langmem-plugin bench locomo`` through
+:class:`~langmem_plugin.bench.locomo_lifts.SalienceLift`. It is not part of the
+product's retrieval; copy it, or write your own :class:`~langmem_plugin.services.retrieval.Lift`,
+for data like it.
 
 In a conversation most turns are not worth recalling on their own. "That's
 awesome! What did you paint?" shares every word with the question "What did
@@ -14,10 +20,10 @@ apart is visible in the turn alone, without the query:
 :func:`turn_salience` scores those features with a linear model: the log-odds
 of a turn being a question's evidence, fitted on conversations 0-4 of LoCoMo
 (logistic regression over the top-50 candidates that the LoCoMo recipe without
-salience returns for every question there: 49,850 turns, 1,181 of them
-evidence; ``langmem-plugin bench locomo`` reports conversations 5-9 apart). Only
-differences between scores matter: the model has no intercept. A retriever adds
-it, weighted, to each candidate's score (:attr:`~langmem_plugin.services.retrieval.RetrievalConfig.salience`).
+salience returns for every question there; ``langmem-plugin bench locomo``
+reports conversations 5-9 apart). Only differences between scores matter: the
+model has no intercept. The recipe adds it, weighted, to each candidate's
+fused score.
 
 Text in square brackets (an attachment's description, ``[shares a photo of …]``)
 and a leading speaker label (``"Caroline: "``) are not part of what is scored.
@@ -108,9 +114,6 @@ def turn_salience(text: str) -> float:
 
 
 def memory_salience(value: Mapping[str, Any]) -> float:
-    """:func:`turn_salience` of a stored memory's ``content`` (0 when it has none).
-
-    The signature :attr:`~langmem_plugin.services.retrieval.RetrievalConfig.salience` takes.
-    """
+    """:func:`turn_salience` of a stored memory's ``content`` (0 when it has none)."""
     content = value.get("content")
     return turn_salience(content) if isinstance(content, str) else 0.0
