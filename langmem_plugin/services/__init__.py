@@ -14,7 +14,7 @@ from langmem_plugin.services.knowledge import (
     Document,
     aadd_documents,
     add_documents,
-    add_documents_plan,
+    add_documents_steps,
     chunk_text,
     load_documents,
 )
@@ -94,7 +94,7 @@ __all__ = [
     "WindowConfig",
     "aadd_documents",
     "add_documents",
-    "add_documents_plan",
+    "add_documents_steps",
     "add_run_note",
     "adelete_idle_threads",
     "aexecute",

@@ -33,7 +33,7 @@ from langmem_plugin.core.tokens import count_tokens, encoding_for_model
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored
-from langmem_plugin.services.store_steps import Plan, aexecute, execute
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
@@ -41,7 +41,7 @@ __all__ = [
     "Document",
     "aadd_documents",
     "add_documents",
-    "add_documents_plan",
+    "add_documents_steps",
     "chunk_text",
     "load_documents",
 ]
@@ -165,14 +165,14 @@ def _key(name: str, chunk: int) -> str:
     return "doc-" + hashlib.sha256(name.encode()).hexdigest()[:12] + f"-{chunk}"
 
 
-def add_documents_plan(
+def add_documents_steps(
     scope: Scope,
     layout: MemoryLayout,
     document: Document,
     *,
     chunk_tokens: int = 300,
     model: str | None = None,
-) -> Plan[AddedDocument]:
+) -> StoreSteps[AddedDocument]:
     """Write one document's chunks into the knowledge compartment (replacing an older version)."""
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
     # identical chunks carry nothing new (and some stores fail a batch that embeds one text twice)
@@ -248,7 +248,7 @@ def add_documents(
     scope = _scope(agent, scope)
     documents = load_documents(sources)
     return [
-        execute(store, add_documents_plan(scope, layout, d, chunk_tokens=chunk_tokens, model=model))
+        execute(store, add_documents_steps(scope, layout, d, chunk_tokens=chunk_tokens, model=model))
         for d in _progress(documents, progress)
     ]
 
@@ -269,6 +269,6 @@ async def aadd_documents(
     scope = _scope(agent, scope)
     documents = load_documents(sources)
     return [
-        await aexecute(store, add_documents_plan(scope, layout, d, chunk_tokens=chunk_tokens, model=model))
+        await aexecute(store, add_documents_steps(scope, layout, d, chunk_tokens=chunk_tokens, model=model))
         for d in _progress(documents, progress)
     ]

@@ -271,7 +271,7 @@ def search_candidates(
     This is the one place recall asks a store for candidates. Without a
     ``retriever``, one store search per namespace, in one batch; scores are the
     store's own (higher is better), or ``None`` when the store has no index. With
-    one, :meth:`HybridRetriever.search_plan` per namespace; scores are its fused
+    one, :meth:`HybridRetriever.search_steps` per namespace; scores are its fused
     scores, and every item is as the store holds it now (the retriever re-reads
     what only its lexical index found).
     """
@@ -282,7 +282,7 @@ def search_candidates(
             found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
         return found
     for comp, ns in searches:
-        hits = yield from retriever.search_plan(ns, query, limit=limit)
+        hits = yield from retriever.search_steps(ns, query, limit=limit)
         for hit in hits:
             if hit.namespace != ns:
                 continue

@@ -9,7 +9,7 @@
   Qdrant's BM25) that the retriever keeps in process for each namespace prefix
   it has searched. It is built on first use by paging through the store, kept
   current by :meth:`HybridRetriever.put` / :meth:`HybridRetriever.delete` and by
-  every write a plan runs on the store (:func:`~langmem_plugin.services.store_steps.watch_writes`:
+  every write the services run on the store (:func:`~langmem_plugin.services.store_steps.watch_writes`:
   the memory tools, remember, the services), and rebuilt when the dense search
   returns an item it has not seen (:meth:`HybridRetriever.invalidate` forces it
   after ``store.put`` calls made elsewhere). It is never trusted for content: a
@@ -73,7 +73,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.store_steps import Plan, aexecute, execute, watch_writes
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute, watch_writes
 
 __all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
 
@@ -242,7 +242,7 @@ _SCAN_PAGE = 1000
 _VERIFY_ROUNDS = 3  # re-reads of lexical-only hits per search before giving up on them
 
 
-def _scan(prefix: Namespace, filter: dict[str, Any] | None) -> Plan[list[Item]]:
+def _scan(prefix: Namespace, filter: dict[str, Any] | None) -> StoreSteps[list[Item]]:
     """Every item under ``prefix`` matching ``filter``, a page at a time."""
     out: list[Item] = []
     while True:
@@ -388,14 +388,14 @@ class HybridRetriever:
         """Async :meth:`delete`."""
         await aexecute(self.store, self._delete(_prefix(namespace), key))
 
-    def search_plan(
+    def search_steps(
         self,
         namespace_prefix: Sequence[str],
         query: str,
         *,
         limit: int = 10,
         filter: dict[str, Any] | None = None,
-    ) -> Plan[list[RetrievedItem]]:
+    ) -> StoreSteps[list[RetrievedItem]]:
         """:meth:`search` as store steps, to run inside other steps (:mod:`.store_steps`).
 
         Run it against the store this retriever was made for: the lexical index caches that
@@ -453,7 +453,9 @@ class HybridRetriever:
             kept.append(word)
         return " ".join(kept) if kept else query
 
-    def _search(self, prefix: Namespace, query: str, limit: int, filter: dict[str, Any] | None) -> Plan[Any]:
+    def _search(
+        self, prefix: Namespace, query: str, limit: int, filter: dict[str, Any] | None
+    ) -> StoreSteps[Any]:
         if not isinstance(query, str) or not query.strip():
             raise ConfigurationError(f"query must be a non-empty string, got {query!r}")
         if limit < 1:
@@ -566,7 +568,7 @@ class HybridRetriever:
         return dict(zip(union, scores, strict=True))
 
     def _on_writes(self, puts: Sequence[PutOp]) -> None:
-        """Keep the lexical indexes current with writes that plans made on the store."""
+        """Keep the lexical indexes current with writes the services made on the store."""
         now = datetime.now(UTC)
         for op in puts:
             namespace = tuple(op.namespace)
@@ -637,7 +639,7 @@ class HybridRetriever:
             for score, feature in zip(scores, features, strict=True)
         ]
 
-    def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> Plan[Any]:
+    def _put(self, namespace: Namespace, key: str, value: dict[str, Any]) -> StoreSteps[Any]:
         yield [PutOp(namespace, key, value)]
         covering = self._covering(namespace)
         if covering:
@@ -645,7 +647,7 @@ class HybridRetriever:
             for lexical in covering:
                 self._refresh(lexical, (namespace, key), stored)
 
-    def _delete(self, namespace: Namespace, key: str) -> Plan[Any]:
+    def _delete(self, namespace: Namespace, key: str) -> StoreSteps[Any]:
         yield [PutOp(namespace, key, None)]
         for lexical in self._covering(namespace):
             self._refresh(lexical, (namespace, key), None)

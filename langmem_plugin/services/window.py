@@ -44,7 +44,7 @@ from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import list_plan
-from langmem_plugin.services.store_steps import Plan, aexecute, execute
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
     "adelete_idle_threads",
@@ -156,7 +156,7 @@ def _idle(latest: dict[str, datetime], max_idle: timedelta, now: datetime | None
     return sorted(t for t, when in latest.items() if when < cutoff)
 
 
-def _session_plan(layout: MemoryLayout, thread_ids: Sequence[str]) -> Plan[int]:
+def _delete_sessions_steps(layout: MemoryLayout, thread_ids: Sequence[str]) -> StoreSteps[int]:
     removed = 0
     for thread_id in thread_ids:
         namespace = layout.namespace(Compartment.SESSION, Scope(thread_id=thread_id))
@@ -192,7 +192,7 @@ def delete_idle_threads(
     for thread_id in idle:
         checkpointer.delete_thread(thread_id)
     if store is not None and idle:
-        execute(store, _session_plan(layout or MemoryLayout(), idle))
+        execute(store, _delete_sessions_steps(layout or MemoryLayout(), idle))
     return idle
 
 
@@ -212,5 +212,5 @@ async def adelete_idle_threads(
     for thread_id in idle:
         await checkpointer.adelete_thread(thread_id)
     if store is not None and idle:
-        await aexecute(store, _session_plan(layout or MemoryLayout(), idle))
+        await aexecute(store, _delete_sessions_steps(layout or MemoryLayout(), idle))
     return idle
