@@ -16,7 +16,10 @@ merged by the engine with a ``max`` formula, so the score is always the best
 text's cosine, as in LangGraph's stores. Keeping the common case on a plain
 vector halves the HNSW build (measured: 9.3 s vs 16.7 s for 10k points here),
 and int8 scalar quantization halves it again (4.6 s) with exact rescoring.
-Format-1 stores (one multivector ``dense``) are still read and written as they are.
+A format-1 directory (one multivector ``dense`` per point, written by earlier
+versions) is refused with a :class:`~langmem_plugin.errors.StoreConfigMismatchError`
+that says how to move its items over (export with the version that wrote it,
+import here).
 
 HNSW: Edge builds indexes only when asked (``optimize``), holding the GIL, so
 the engine asks in bounded steps: once ``optimize_every`` points were written
@@ -57,40 +60,34 @@ from langmem_plugin.errors import (
     StoreError,
 )
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry_of, uuid_key
-from langmem_plugin.stores.qdrant._lock import PathLock
-from langmem_plugin.stores.qdrant._plan import (
-    DENSE,
-    DENSE_MULTI,
-    SPARSE,
+from langmem_plugin.stores.qdrant._calls import (
     Delete,
     EngineCall,
     Facet,
-    Filter,
-    FilterIndexType,
     Fused,
     Hit,
-    Match,
-    MatchAny,
     Nearest,
     OrderBy,
     PointData,
     Query,
-    Range,
     Retrieve,
     Scroll,
     SetPayload,
     Upsert,
+)
+from langmem_plugin.stores.qdrant._config import OPTIMIZE_EVERY
+from langmem_plugin.stores.qdrant._filters import Filter, Match, MatchAny, Range
+from langmem_plugin.stores.qdrant._layout import (
+    DENSE,
+    DENSE_MULTI,
+    FORMAT,
+    SPARSE,
+    FilterIndexType,
     dense_layout,
 )
+from langmem_plugin.stores.qdrant._lock import PathLock
 
-__all__ = ["DENSE_MULTI", "FORMAT", "OPTIMIZE_EVERY", "EdgeEngine"]
-
-#: The on-disk format of ``store.json`` / the point layout (1: one multivector per point; 2: split).
-FORMAT = 2
-_READABLE = (1, 2)
-
-#: Build the HNSW index once this many points were written since the last build.
-OPTIMIZE_EVERY = 10_000
+__all__ = ["EdgeEngine"]
 
 # HNSW: Qdrant's m; ef_construct 64 rather than 100 (build ≈ 1.5x faster; recall@10 measured 0.93-0.95
 # on clustered vectors at 10k-100k); full_scan_threshold (KB) as Qdrant's default.
@@ -216,7 +213,6 @@ class EdgeEngine:
         self._lock = PathLock(path)
         self._shard: qe.EdgeShard | None = None
         self._guard = threading.RLock()
-        self._format = FORMAT
         self._has_multi = False
         self._pending = 0
         self._rw = _ReadWriteLock()
@@ -236,7 +232,7 @@ class EdgeEngine:
             try:
                 self._shard = self._load_or_create()
                 self._ensure_filter_indexes(self._shard)
-                if self._format >= 2 and self.dims is not None:
+                if self.dims is not None:
                     has_multi = qe.CountRequest(
                         exact=True, filter=qe.Filter(must=[qe.HasVectorCondition(DENSE_MULTI)])
                     )
@@ -250,7 +246,7 @@ class EdgeEngine:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            "format": self._format,
+            "format": FORMAT,
             "dims": self.dims,
             "fields": list(self.fields) if self.fields is not None else None,
             "lexical_fields": list(self.lexical_fields) if self.lexical_fields is not None else None,
@@ -264,14 +260,21 @@ class EdgeEngine:
         os.replace(tmp, meta_path)
 
     def _check_meta(self, meta: dict[str, Any]) -> None:
-        if meta.get("format") not in _READABLE:
+        if meta.get("format") == 1:
+            raise StoreConfigMismatchError(
+                f"the store at {self.path} is in format 1 (one multivector per item, written by an "
+                f"earlier langmem-plugin); this version reads format {FORMAT} only. Fix: with the "
+                "version that wrote it, export it (export_jsonl), then import the file into a new store "
+                "here (import_jsonl): every item keeps its timestamps and TTL and is re-indexed."
+            )
+        if meta.get("format") != FORMAT:
             raise ConfigurationError(
                 f"the store at {self.path} has format {meta.get('format')!r}; this version reads "
-                f"formats {_READABLE}. Fix: export it with the version that wrote it and import it here."
+                f"format {FORMAT}. Fix: export it with the version that wrote it and import it here."
             )
         given = {"dims": self.dims, "fields": self.fields, "lexical_fields": self.lexical_fields}
         for name, now in given.items():
-            if name not in meta:  # recorded from format 2 on: take what this open says
+            if name not in meta:  # a store.json written before this key was recorded: take this open's
                 continue
             then = meta[name]
             then = tuple(then) if isinstance(then, list) else then
@@ -313,11 +316,9 @@ class EdgeEngine:
         )
 
     def _load(self, *, compact: bool = False) -> qe.EdgeShard:
-        """Load the shard; format 2 with this engine's optimizer settings (``compact``: uncapped)."""
+        """Load the shard with this engine's optimizer settings (``compact``: uncapped)."""
         shard_dir = self.path / "shard"
         try:
-            if self._format == 1:  # as it was created: no HNSW/quantization settings to restate
-                return qe.EdgeShard.load(str(shard_dir))
             return qe.EdgeShard.load(str(shard_dir), self._config(compact=compact))
         except Exception as exc:  # the engine's own error types
             raise StoreError(f"could not open the Qdrant Edge shard at {shard_dir}: {exc}") from exc
@@ -328,7 +329,6 @@ class EdgeEngine:
         if meta_path.exists():
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             self._check_meta(meta)
-            self._format = int(meta["format"])
             self._pending = int(meta.get("pending", 0))
             shard = self._load()
             if set(meta) != set(self._meta()):  # an older store.json: record what it lacked
@@ -349,7 +349,6 @@ class EdgeEngine:
             shard.flush()
         except Exception as exc:
             raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
-        self._format = FORMAT
         self._write_meta()
         return shard
 
@@ -485,7 +484,7 @@ class EdgeEngine:
         return hits
 
     def _point(self, p: PointData) -> qe.Point:
-        vector = dense_layout(p.dense, self._format)
+        vector = dense_layout(p.dense)
         if DENSE_MULTI in vector:
             self._has_multi = True
         if p.sparse is not None:
@@ -499,7 +498,7 @@ class EdgeEngine:
         Single-text items have the plain vector, multi-text items the MaxSim multivector; the
         caller fuses the two with :data:`_BEST_TEXT` (the better score; the missing one is -2).
         """
-        if n.using == SPARSE or self._format == 1 or not self._has_multi:
+        if n.using == SPARSE or not self._has_multi:
             return None
         assert isinstance(n.vector, list)
         return [
@@ -522,8 +521,6 @@ class EdgeEngine:
         if n.using == SPARSE:
             return _sparse_query(n)
         assert isinstance(n.vector, list)
-        if self._format == 1:
-            return qe.Query.Nearest(n.vector, using=DENSE)
         return qe.Query.Nearest(n.vector[0], using=DENSE)
 
     def _ranking(self, n: Nearest, limit: int, flt: qe.Filter | None) -> dict[str, Any]:
@@ -600,8 +597,6 @@ class EdgeEngine:
         """
         with self._guard, self._rw.write():
             shard = self._require()
-            if self._format == 1:
-                return self._build(shard)
             shard.flush()
             shard.close()
             self._shard = None
@@ -618,6 +613,9 @@ class EdgeEngine:
         """How many points the shard holds (expired ones included until swept)."""
         return int(self._require().info().points_count)
 
+    def describe(self) -> str:
+        return f"path={str(self.path)!r}"
+
     def close(self) -> None:
         """Flush, close the shard and release the lock (idempotent)."""
         with self._guard:
@@ -630,3 +628,7 @@ class EdgeEngine:
                     self._write_meta()
             finally:
                 self._lock.release()
+
+    async def aclose(self) -> None:
+        """:meth:`close` (a flush: brief, so it runs on the loop, as a sync ``close()`` would)."""
+        self.close()
