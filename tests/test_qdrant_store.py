@@ -194,6 +194,7 @@ with QdrantStore(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.slow
 def test_a_second_process_gets_our_error_and_the_first_keeps_working(tmp_path: Path) -> None:
     path = tmp_path / "store"
     holder = subprocess.Popen(
