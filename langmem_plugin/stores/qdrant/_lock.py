@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -28,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no flock; the store opens unguarded
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["PathLock"]
+__all__ = ["PathLock", "ReadWriteLock"]
 
 # The locks held in this process, by the real path of their directory (weak: a lock that is
 # garbage-collected without release() has had its file closed, which released the flock too).
@@ -97,3 +99,39 @@ class PathLock:
             self._file.close()
             self._file = None
             self._key = None
+
+
+class ReadWriteLock:
+    """Many engine calls at once, or one reopening of the shard (the embedded engine's full optimize)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
