@@ -78,6 +78,19 @@ def test_an_embedded_store_opens_at_construction(tmp_path: Path) -> None:
     assert not store._engine.is_open
 
 
+def test_an_unknown_option_is_a_configuration_error_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown QdrantStore option.*optimise_every") as caught:
+        QdrantStore(":memory:", options={"optimise_every": 5})  # type: ignore[typeddict-unknown-key]
+    assert "optimize_every" in str(caught.value)
+
+
+def test_repr_says_where_the_data_lives(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s") as embedded, QdrantStore(":memory:", collection="mine") as local:
+        assert repr(embedded) == f"QdrantStore(path={str(tmp_path / 's')!r}, dims=None, mode='hybrid')"
+        assert repr(local) == "QdrantStore(collection='mine', dims=None, mode='hybrid')"
+        assert (embedded.optimize_seconds, local.optimize_seconds, local.optimize()) == (0.0, 0.0, False)
+
+
 def test_unknown_search_mode_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="lexical"):
         QdrantStore(":memory:", search={"mode": "fuzzy"})  # type: ignore[typeddict-item]
