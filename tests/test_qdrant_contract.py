@@ -31,7 +31,7 @@ def _open(engine: str, tmp_path: Path, n: int, **kwargs: Any) -> QdrantStore:
     if engine == "embedded":
         return QdrantStore(tmp_path / f"store{n}", **kwargs)
     if engine == "memory":
-        return QdrantStore(location=":memory:", **kwargs)
+        return QdrantStore(":memory:", **kwargs)
     url = os.environ.get("QDRANT_URL")
     if not url:
         pytest.skip("set QDRANT_URL to run the contract against a Qdrant server")
@@ -48,7 +48,8 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
         ttl: dict[str, Any] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> BaseStore:
-        store = _open(request.param, tmp_path, len(made), index=index, ttl=ttl, clock=clock)  # type: ignore[arg-type]
+        options: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        store = _open(request.param, tmp_path, len(made), index=index, ttl=ttl, options=options)
         made.append(store)
         return store
 
@@ -56,7 +57,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
     for store in made:
         if request.param == "server" and store._engine.is_open:
             engine = store._engine
-            engine.client.delete_collection(engine.collection)  # type: ignore[union-attr]
+            engine.client.delete_collection(engine.collection)  # type: ignore[attr-defined]
         store.close()
 
 

@@ -35,7 +35,7 @@ def index(lexical_fields: list[str] | None = None) -> dict[str, Any]:
 def open_store(tmp_path: Path, engine: str, **kwargs: Any) -> QdrantStore:
     if engine == "embedded":
         return QdrantStore(tmp_path / "store", **kwargs)
-    return QdrantStore(location=":memory:", **kwargs)
+    return QdrantStore(":memory:", **kwargs)
 
 
 def fill(store: QdrantStore) -> None:
@@ -97,10 +97,10 @@ def test_lexical_fields_survive_reopen_and_apply_on_import(tmp_path: Path) -> No
         exported = list(store.export_items())
     assert len(exported) == len(TURNS)
     # Imported into a store without lexical_fields, BM25 indexes the embedded text only; with them, both.
-    with QdrantStore(location=":memory:", index=index()) as plain:
+    with QdrantStore(":memory:", index=index()) as plain:
         assert plain.import_items(exported) == len(TURNS)
         assert keys(plain.with_search(mode="lexical"), "zanzibar") == []
-    with QdrantStore(location=":memory:", index=index(LEXICAL)) as again:
+    with QdrantStore(":memory:", index=index(LEXICAL)) as again:
         assert again.import_items(exported) == len(TURNS)
         assert keys(again.with_search(mode="lexical"), "zanzibar") == ["t1"]
 
@@ -126,7 +126,7 @@ def test_dbsf_scores_agree_across_engines(tmp_path: Path) -> None:
     search = {"fusion": "dbsf"}
     with (
         QdrantStore(tmp_path / "e", index=index(LEXICAL), search=search) as edge,  # type: ignore[arg-type]
-        QdrantStore(location=":memory:", index=index(LEXICAL), search=search) as local,  # type: ignore[arg-type]
+        QdrantStore(":memory:", index=index(LEXICAL), search=search) as local,  # type: ignore[arg-type]
     ):
         fill(edge)
         fill(local)
@@ -138,7 +138,7 @@ def test_dbsf_scores_agree_across_engines(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fusion", ["dbsf", "rrf"])
 async def test_both_fusions_async(tmp_path: Path, fusion: Any) -> None:
-    async with QdrantStore(location=":memory:", index=index(LEXICAL), search={"fusion": fusion}) as store:
+    async with QdrantStore(":memory:", index=index(LEXICAL), search={"fusion": fusion}) as store:
         for key, value in TURNS.items():
             await store.aput(NS, key, value)
         assert [r.key for r in await store.asearch(NS, query="zanzibar", limit=1)] == ["t1"]
@@ -149,13 +149,13 @@ async def test_both_fusions_async(tmp_path: Path, fusion: Any) -> None:
 
 def test_unknown_fusion_is_a_configuration_error_naming_it_and_the_fix() -> None:
     with pytest.raises(ConfigurationError, match=r"'max'.*rrf, dbsf.*Fix"):
-        QdrantStore(location=":memory:", index=index(), search={"fusion": "max"})  # type: ignore[typeddict-item]
+        QdrantStore(":memory:", index=index(), search={"fusion": "max"})  # type: ignore[typeddict-item]
     with pytest.raises(ConfigurationError, match=r"'max'.*Fix"):
-        QdrantStore(location=":memory:", index=index()).with_search(fusion="max")
+        QdrantStore(":memory:", index=index()).with_search(fusion="max")
 
 
 @pytest.mark.parametrize("bad", ["x", [], [""], [3]], ids=["string", "empty", "blank", "number"])
 def test_bad_lexical_fields_are_configuration_errors_naming_the_value(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match=r"lexical_fields.*Fix") as caught:
-        QdrantStore(location=":memory:", index=index(bad))
+        QdrantStore(":memory:", index=index(bad))
     assert repr(bad if not isinstance(bad, list) or not bad else bad[:1]) in str(caught.value)

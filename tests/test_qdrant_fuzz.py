@@ -233,8 +233,7 @@ def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int, c
         tmp_path / "s",
         index=index,  # type: ignore[arg-type]
         search={"mode": "dense"},
-        clock=clock,
-        cache_items=cache_items,
+        options={"clock": clock, "cache_items": cache_items},
     ) as store:
         _run(store, clock, seed, batches=700)
 
@@ -242,5 +241,5 @@ def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int, c
 def test_memory_engine_agrees_with_in_memory_store() -> None:
     clock = FakeClock()
     index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
-    with QdrantStore(location=":memory:", index=index, search={"mode": "dense"}, clock=clock) as store:  # type: ignore[arg-type]
+    with QdrantStore(":memory:", index=index, search={"mode": "dense"}, options={"clock": clock}) as store:  # type: ignore[arg-type]
         _run(store, clock, 4, batches=300)

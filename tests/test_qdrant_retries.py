@@ -20,7 +20,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores.qdrant import QdrantStore
-from langmem_plugin.stores.qdrant._plan import Retrieve
+from langmem_plugin.stores.qdrant._calls import Retrieve
 from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries, is_transient
 
 POINT = "5c56c793-69f3-5fbf-87a6-2a3a84df59a4"
@@ -139,4 +139,4 @@ def test_what_counts_as_transient() -> None:
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
 def test_retries_must_be_a_count(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="retries"):
-        QdrantStore(url="http://127.0.0.1:9", retries=bad)
+        QdrantStore(url="http://127.0.0.1:9", options={"retries": bad})

@@ -56,31 +56,53 @@ def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.Complet
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"path": "x", "location": ":memory:"}, {"url": "http://localhost:6333", "location": ":memory:"}],
-    ids=["none", "path+location", "url+location"],
+    [{}, {"path": ":memory:", "url": "http://localhost:6333"}, {"url": "http://localhost:6333", "client": 1}],
+    ids=["none", "path+url", "url+client"],
 )
 def test_exactly_one_place_is_required(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError, match="exactly one of"):
         QdrantStore(**kwargs)
 
 
-def test_constructor_does_no_io(tmp_path: Path) -> None:
-    QdrantStore(tmp_path / "never")
-    assert not (tmp_path / "never").exists()
+def test_a_server_store_constructor_does_no_io() -> None:
+    QdrantStore(url="http://127.0.0.1:9", options={"retries": 0}).close()  # nothing listens there
+
+
+def test_an_embedded_store_opens_at_construction(tmp_path: Path) -> None:
+    store = QdrantStore(tmp_path / "s")
+    try:
+        assert (tmp_path / "s" / "store.json").exists()
+        assert store._engine.is_open
+    finally:
+        store.close()
+    assert not store._engine.is_open
+
+
+def test_an_unknown_option_is_a_configuration_error_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown QdrantStore option.*optimise_every") as caught:
+        QdrantStore(":memory:", options={"optimise_every": 5})  # type: ignore[typeddict-unknown-key]
+    assert "optimize_every" in str(caught.value)
+
+
+def test_repr_says_where_the_data_lives(tmp_path: Path) -> None:
+    with QdrantStore(tmp_path / "s") as embedded, QdrantStore(":memory:", collection="mine") as local:
+        assert repr(embedded) == f"QdrantStore(path={str(tmp_path / 's')!r}, dims=None, mode='hybrid')"
+        assert repr(local) == "QdrantStore(collection='mine', dims=None, mode='hybrid')"
+        assert (embedded.optimize_seconds, local.optimize_seconds, local.optimize()) == (0.0, 0.0, False)
 
 
 def test_unknown_search_mode_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="lexical"):
-        QdrantStore(location=":memory:", search={"mode": "fuzzy"})  # type: ignore[typeddict-item]
+        QdrantStore(":memory:", search={"mode": "fuzzy"})  # type: ignore[typeddict-item]
     with pytest.raises(ConfigurationError, match="unknown search option"):
-        QdrantStore(location=":memory:").with_search(fuzzy=True)
+        QdrantStore(":memory:").with_search(fuzzy=True)
 
 
 def test_reopening_with_other_dims_is_a_configuration_error(tmp_path: Path) -> None:
     with QdrantStore(tmp_path / "s", index=fake_index()) as store:
         store.put(("a",), "k", {"text": "x"})
     with pytest.raises(StoreConfigMismatchError, match="dims=64"):
-        QdrantStore(tmp_path / "s").setup()
+        QdrantStore(tmp_path / "s")  # at construction, not at first use
     with QdrantStore(tmp_path / "s", index=fake_index()) as store:  # the failed open left it intact
         assert store.get(("a",), "k") is not None
 
@@ -100,7 +122,7 @@ def test_json_types_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("engine", ["embedded", "memory"])
 def test_a_bad_op_fails_the_whole_batch_before_anything_is_written(tmp_path: Path, engine: str) -> None:
-    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(location=":memory:")
+    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(":memory:")
     with store:
         bad_batches: list[tuple[list[Any], type[Exception]]] = [
             ([PutOp(("a",), "good", {"v": 1}), PutOp(("a",), "bad", {"v": object()})], InvalidValueError),
@@ -121,7 +143,7 @@ def test_a_bad_op_fails_the_whole_batch_before_anything_is_written(tmp_path: Pat
 
 
 def test_unknown_operator_error_names_the_operator_and_the_supported_ones() -> None:
-    with QdrantStore(location=":memory:") as store, pytest.raises(InvalidFilterError) as info:
+    with QdrantStore(":memory:") as store, pytest.raises(InvalidFilterError) as info:
         store.search(("a",), filter={"n": {"$regex": "x"}})
     assert "$regex" in str(info.value)
     assert "$exists" in str(info.value)
@@ -138,7 +160,7 @@ from tests.store_contract import FakeClock
 
 clock = FakeClock(datetime(2025, 3, 1, tzinfo=UTC))
 index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
-with QdrantStore(sys.argv[1], index=index, clock=clock) as store:
+with QdrantStore(sys.argv[1], index=index, options={"clock": clock}) as store:
     for i in range(50):
         store.put(("users", f"u{i % 5}"), f"k{i}", {"text": f"memory number {i} about tea", "i": i})
     clock.advance(minutes=1)
@@ -154,7 +176,7 @@ def test_everything_is_there_after_reopening_in_a_new_process(tmp_path: Path) ->
     done = run_python(WRITER, str(path))
     assert done.returncode == 0, done.stderr
     clock = FakeClock(datetime(2025, 3, 1, 0, 10, tzinfo=UTC))
-    with QdrantStore(path, index=fake_index(["text"]), clock=clock) as store:
+    with QdrantStore(path, index=fake_index(["text"]), options={"clock": clock}) as store:
         assert len(store.search(("users",), limit=100)) == 49
         assert store.get(("users", "u1"), "k1") is None
         item = store.get(("users", "u0"), "k0")
@@ -185,6 +207,7 @@ with QdrantStore(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.slow
 def test_a_second_process_gets_our_error_and_the_first_keeps_working(tmp_path: Path) -> None:
     path = tmp_path / "store"
     holder = subprocess.Popen(
@@ -205,16 +228,17 @@ def test_a_second_process_gets_our_error_and_the_first_keeps_working(tmp_path: P
             from langmem_plugin.errors import StoreLockedError
             from langmem_plugin.stores.qdrant import QdrantStore
             try:
-                QdrantStore(sys.argv[1]).setup()
+                QdrantStore(sys.argv[1])  # the constructor opens: it fails there
             except StoreLockedError as exc:
                 print("locked:", exc)
             """,
             str(path),
         )
         assert "locked:" in second.stdout, second.stderr
-        assert "pid" in second.stdout
-        with pytest.raises(StoreLockedError, match="open elsewhere"):  # and in this process too
-            QdrantStore(path).get(("a",), "first")
+        assert "another process (holder: pid" in second.stdout
+        assert "held by this process" not in second.stdout
+        with pytest.raises(StoreLockedError, match="open elsewhere, in another process"):  # here too
+            QdrantStore(path)
         out, err = holder.communicate("go\n", timeout=60)
         assert holder.returncode == 0, err
         assert "still working" in out
@@ -229,12 +253,31 @@ def test_a_second_process_gets_our_error_and_the_first_keeps_working(tmp_path: P
 def test_a_second_store_object_in_one_process_is_refused_until_the_first_closes(tmp_path: Path) -> None:
     first = QdrantStore(tmp_path / "s")
     first.put(("a",), "k", {"v": 1})
-    with pytest.raises(StoreLockedError):
-        QdrantStore(tmp_path / "s").setup()
+    with pytest.raises(StoreLockedError, match="held by this process") as caught:
+        QdrantStore(tmp_path / "s")  # refused by the constructor, before any get or put
+    assert "close the other store" in str(caught.value)
+    assert "reuse that QdrantStore" in str(caught.value)
+    with pytest.raises(StoreLockedError, match="held by this process"):  # by any spelling of the path
+        QdrantStore(tmp_path / "s" / ".." / "s")
     first.put(("a",), "j", {"v": 2})  # the first is unharmed
     first.close()
     with QdrantStore(tmp_path / "s") as second:
         assert len(second.search(("a",))) == 2
+    with QdrantStore(tmp_path / "s") as third:  # closed and reopened, again and again
+        assert len(third.search(("a",))) == 2
+
+
+def test_a_view_shares_the_lock_and_a_closed_store_reopens_on_use(tmp_path: Path) -> None:
+    store = QdrantStore(tmp_path / "s")
+    view = store.with_search(mode="lexical")
+    view.put(("a",), "k", {"v": 1})
+    view.close()  # a view does not close its store
+    assert store.get(("a",), "k") is not None
+    store.close()
+    assert store.get(("a",), "k") is not None  # opened again on use
+    with pytest.raises(StoreLockedError, match="held by this process"):
+        QdrantStore(tmp_path / "s")
+    store.close()
 
 
 async def test_async_context_manager_and_close_twice(tmp_path: Path) -> None:
@@ -269,7 +312,7 @@ def minilm_store(
     store = (
         QdrantStore(tmp_path / "s", index=index)  # type: ignore[arg-type]
         if request.param == "embedded"
-        else QdrantStore(location=":memory:", index=index)  # type: ignore[arg-type]
+        else QdrantStore(":memory:", index=index)  # type: ignore[arg-type]
     )
     store.batch([PutOp(("docs",), key, {"text": text}) for key, text in semantic_docs.items()])
     yield store
@@ -305,7 +348,7 @@ def test_score_threshold_drops_weak_matches(minilm_store: QdrantStore) -> None:
 
 @pytest.mark.parametrize("engine", ["embedded", "memory"])
 def test_lexical_search_without_an_index(tmp_path: Path, engine: str, semantic_docs: dict[str, str]) -> None:
-    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(location=":memory:")
+    store = QdrantStore(tmp_path / "s") if engine == "embedded" else QdrantStore(":memory:")
     with store:
         for key, text in semantic_docs.items():
             store.put(("docs",), key, {"text": text, "kind": "note"})
@@ -325,7 +368,7 @@ def test_lexical_search_without_an_index(tmp_path: Path, engine: str, semantic_d
 def test_the_sweeper_thread_deletes_expired_items(tmp_path: Path) -> None:
     clock = FakeClock()
     ttl = {"default_ttl": 1, "sweep_interval_minutes": 0.002}  # every 0.12 s
-    with QdrantStore(tmp_path / "s", ttl=ttl, clock=clock) as store:  # type: ignore[arg-type]
+    with QdrantStore(tmp_path / "s", ttl=ttl, options={"clock": clock}) as store:  # type: ignore[arg-type]
         store.put(("t",), "a", {"v": 1})
         store.put(("t",), "b", {"v": 2}, ttl=None)
         clock.advance(minutes=2)
@@ -348,12 +391,12 @@ def test_the_sweeper_thread_deletes_expired_items(tmp_path: Path) -> None:
 
 def test_start_sweeper_without_interval_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="sweep_interval_minutes"):
-        QdrantStore(location=":memory:").start_ttl_sweeper()
+        QdrantStore(":memory:").start_ttl_sweeper()
 
 
 def test_put_ttl_and_read_refresh_use_the_items_own_ttl(tmp_path: Path) -> None:
     clock = FakeClock()
-    with QdrantStore(tmp_path / "s", ttl={"default_ttl": 60}, clock=clock) as store:
+    with QdrantStore(tmp_path / "s", ttl={"default_ttl": 60}, options={"clock": clock}) as store:
         store.put(("t",), "short", {"v": 1}, ttl=5)
         store.put(("t",), "long", {"v": 2})
         clock.advance(minutes=4)
@@ -403,7 +446,7 @@ def test_threads_and_tasks_mixing_reads_and_writes(tmp_path: Path) -> None:
 
 def test_timestamps_are_exact_microseconds(tmp_path: Path) -> None:
     moment = datetime(2024, 2, 29, 23, 59, 59, 999_999, tzinfo=UTC)
-    with QdrantStore(tmp_path / "s", clock=lambda: moment) as store:
+    with QdrantStore(tmp_path / "s", options={"clock": lambda: moment}) as store:
         store.put(("a",), "k", {"v": 1})
         item = store.get(("a",), "k")
     assert item is not None
@@ -443,7 +486,7 @@ def test_reopening_with_another_index_config_names_both_values_and_the_fix(
         store.put(("a",), "k", {"text": "x", "tags": ["y"]})
     other = {key: value for key, value in {**index, **reopen}.items() if value is not None}
     with pytest.raises(StoreConfigMismatchError, match=re.escape(named).replace(r"\.\*", ".*")) as caught:
-        QdrantStore(tmp_path / "s", index=other).setup()  # type: ignore[arg-type]
+        QdrantStore(tmp_path / "s", index=other)  # type: ignore[arg-type]  # the constructor refuses
     assert "export" in str(caught.value)
     assert "open it with index" in str(caught.value)
     assert isinstance(caught.value, ConfigurationError)
@@ -451,8 +494,8 @@ def test_reopening_with_another_index_config_names_both_values_and_the_fix(
         assert store.get(("a",), "k") is not None
 
 
-def test_a_format_1_store_is_still_read_and_written(tmp_path: Path) -> None:
-    """Stores written before the split dense layout (one MaxSim multivector per point) keep working."""
+def test_a_format_1_store_is_refused_with_the_way_to_move_it(tmp_path: Path) -> None:
+    """Stores written before the split dense layout (one MaxSim multivector per point) are not read."""
     import qdrant_edge as qe
 
     root = tmp_path / "s"
@@ -467,27 +510,20 @@ def test_a_format_1_store_is_still_read_and_written(tmp_path: Path) -> None:
         sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
     )
     shard = qe.EdgeShard.create(str(root / "shard"), config)
-    shard.update(qe.UpdateOperation.create_field_index("ns_prefix", qe.KeywordIndexParams(is_tenant=True)))
-    shard.update(qe.UpdateOperation.create_field_index("ns", qe.KeywordIndexParams()))
     shard.flush()
     shard.close()
     (root / "store.json").write_text(json.dumps({"format": 1, "dims": 64}))
-    index = fake_index(["a", "b"])
-    with QdrantStore(root, index=index, search={"mode": "dense"}) as store:
-        store.put(("d",), "one", {"a": "green tea"})
-        store.put(("d",), "two", {"a": "tax forms", "b": "green tea leaves"})
-        keys = [i.key for i in store.search(("d",), query="green tea", limit=2)]
-        assert keys[0] == "one"
-        assert set(keys) == {"one", "two"}
-    meta = json.loads((root / "store.json").read_text())
-    assert meta["format"] == 1
-    assert meta["fields"] == ["a", "b"]
-    with QdrantStore(root, index=index) as store:
-        assert store.get(("d",), "two") is not None
+    with pytest.raises(StoreConfigMismatchError, match="format 1") as caught:
+        QdrantStore(root, index=fake_index(["a", "b"]))
+    assert "export_jsonl" in str(caught.value)
+    assert "import_jsonl" in str(caught.value)
+    assert json.loads((root / "store.json").read_text()) == {"format": 1, "dims": 64}  # left as it was
+    with pytest.raises(StoreConfigMismatchError, match="format 1"):  # and the lock was released
+        QdrantStore(root, index=fake_index(["a", "b"]))
 
 
-def test_a_format_1_server_collection_is_still_read_and_written() -> None:
-    """Collections created before the split layout (one MaxSim multivector ``dense``) keep working."""
+def test_a_format_1_server_collection_is_refused() -> None:
+    """Collections created before the split layout (one MaxSim multivector ``dense``) are not read."""
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(location=":memory:")
@@ -501,17 +537,12 @@ def test_a_format_1_server_collection_is_still_read_and_written() -> None:
         },
         sparse_vectors_config={"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
-    index = fake_index(["a", "b"])
-    with QdrantStore(client=client, index=index, search={"mode": "dense"}) as store:  # type: ignore[arg-type]
+    store = QdrantStore(client=client, index=fake_index(["a", "b"]))  # a server store opens on first use
+    with pytest.raises(StoreConfigMismatchError, match="format-1 layout") as caught:
         store.put(("d",), "one", {"a": "green tea"})
-        store.put(("d",), "two", {"a": "tax forms", "b": "green tea leaves"})
-        keys = [i.key for i in store.search(("d",), query="green tea", limit=2)]
-        assert keys[0] == "one"
-        assert set(keys) == {"one", "two"}
-        hybrid = store.with_search(mode="hybrid").search(("d",), query="green tea")
-        assert hybrid[0].key == "one"
-    points, _ = client.scroll("langmem", with_vectors=True)
-    assert {len(p.vector["dense"]) for p in points if isinstance(p.vector, dict)} == {1, 2}  # multivectors
+    assert "another collection" in str(caught.value)
+    store.close()
+    client.close()
 
 
 def test_a_new_server_collection_has_the_split_layout() -> None:
@@ -572,7 +603,7 @@ def test_single_and_multi_text_items_are_scored_by_their_best_text(
 
 
 def test_indexes_are_built_every_optimize_every_points(tmp_path: Path) -> None:
-    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=50) as store:
+    with QdrantStore(tmp_path / "s", index=fake_index(), options={"optimize_every": 50}) as store:
         store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(40)])
         assert store.optimize_seconds == 0.0
         assert json.loads((tmp_path / "s" / "store.json").read_text())["pending"] == 0  # written at open
@@ -584,7 +615,7 @@ def test_indexes_are_built_every_optimize_every_points(tmp_path: Path) -> None:
         assert store.optimize_seconds == built
         assert len(store.search(("a",), query="item 7", limit=100)) == 61
     assert json.loads((tmp_path / "s" / "store.json").read_text())["pending"] == 1
-    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=None) as store:
+    with QdrantStore(tmp_path / "s", index=fake_index(), options={"optimize_every": None}) as store:
         store.batch([PutOp(("a",), f"n{i}", {"text": f"item {i}"}) for i in range(60)])
         assert store.optimize_seconds == 0.0
         store.optimize()
@@ -594,7 +625,7 @@ def test_indexes_are_built_every_optimize_every_points(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "10"])
 def test_optimize_every_must_be_a_positive_count(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="optimize_every"):
-        QdrantStore(location=":memory:", optimize_every=bad)
+        QdrantStore(":memory:", options={"optimize_every": bad})
 
 
 # ---------------------------------------------------------------------- filter indexes
@@ -603,8 +634,8 @@ def test_optimize_every_must_be_a_positive_count(bad: Any) -> None:
 @pytest.mark.parametrize("engine", ["embedded", "memory"])
 def test_filter_indexes_are_created_and_filters_agree(tmp_path: Path, engine: str) -> None:
     indexes: dict[str, Any] = {"kind": "keyword", "priority": "integer", "meta.score": "float"}
-    where: dict[str, Any] = {"path": tmp_path / "s"} if engine == "embedded" else {"location": ":memory:"}
-    with QdrantStore(**where, filter_indexes=indexes) as store:
+    where: dict[str, Any] = {"path": tmp_path / "s"} if engine == "embedded" else {"path": ":memory:"}
+    with QdrantStore(**where, options={"filter_indexes": indexes}) as store:
         for i in range(40):
             value = {"kind": ["fact", "episode"][i % 2], "priority": i % 7, "meta": {"score": i / 10}}
             store.put(("f",), f"k{i}", value)
@@ -617,10 +648,11 @@ def test_filter_indexes_are_created_and_filters_agree(tmp_path: Path, engine: st
         assert scored == {f"k{i}" for i in range(36, 40)}
         assert store.search(("f",), filter={"kind": ["fact"]})[0].key == "odd"  # a list equals only a list
         if engine == "embedded":
-            schema = store._engine._require().info().payload_schema  # type: ignore[union-attr]
+            schema = store._engine._require().info().payload_schema  # type: ignore[attr-defined]
             assert {"value.kind", "value.priority", "value.meta.score"} <= set(schema)
     if engine == "embedded":  # reopening with the same (or more) indexes is fine
-        with QdrantStore(tmp_path / "s", filter_indexes={**indexes, "extra": "keyword"}) as store:
+        more = {**indexes, "extra": "keyword"}
+        with QdrantStore(tmp_path / "s", options={"filter_indexes": more}) as store:
             assert len(store.search(("f",), filter={"priority": 3}, limit=100)) == 6
 
 
@@ -629,14 +661,14 @@ def test_filter_indexes_are_created_and_filters_agree(tmp_path: Path, engine: st
 )
 def test_bad_filter_index_specs_are_configuration_errors(spec: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError, match="filter index"):
-        QdrantStore(location=":memory:", filter_indexes=spec)
+        QdrantStore(":memory:", options={"filter_indexes": spec})
 
 
 # ---------------------------------------------------------------------- remote engine
 
 
 def test_an_unreachable_server_is_a_store_error_at_first_use_not_at_construction() -> None:
-    store = QdrantStore(url="http://127.0.0.1:9", retries=0)  # nothing listens on the discard port
+    store = QdrantStore(url="http://127.0.0.1:9", options={"retries": 0})  # the discard port: no one there
     with pytest.raises(StoreError, match="could not set up the Qdrant collection"):
         store.get(("a",), "k")
     store.close()
@@ -658,7 +690,7 @@ def test_a_given_client_is_used_and_left_open() -> None:
 def test_calls_during_the_full_optimize_wait_for_it_and_succeed(tmp_path: Path) -> None:
     import threading
 
-    with QdrantStore(tmp_path / "s", index=fake_index(), optimize_every=None) as store:
+    with QdrantStore(tmp_path / "s", index=fake_index(), options={"optimize_every": None}) as store:
         store.batch([PutOp(("a",), f"k{i}", {"text": f"item {i}"}) for i in range(300)])
         errors: list[BaseException] = []
         counts: list[int] = []
@@ -693,7 +725,7 @@ def test_scores_stay_exact_cosines_once_the_index_is_built_and_quantized(tmp_pat
     with QdrantStore(tmp_path / "s", index=fake_index(["text"]), search={"mode": "dense"}) as store:
         store.batch([PutOp(("n",), f"k{i}", {"text": t}) for i, t in enumerate(texts)])
         store.optimize()  # HNSW over int8-quantized vectors: scores must still be exact
-        info = store._engine._require().info()  # type: ignore[union-attr]
+        info = store._engine._require().info()  # type: ignore[attr-defined]
         assert info.indexed_vectors_count >= 1200
         query = embed.embed_query("note about topic 5")
         qn = sum(x * x for x in query) ** 0.5
@@ -707,7 +739,7 @@ def test_scores_stay_exact_cosines_once_the_index_is_built_and_quantized(tmp_pat
 
 
 def _cache(store: QdrantStore) -> Any:
-    return store._engine.cache  # type: ignore[union-attr]
+    return store._engine.cache  # type: ignore[attr-defined]
 
 
 def test_searches_and_gets_read_written_items_from_the_cache(tmp_path: Path) -> None:
@@ -782,9 +814,8 @@ def test_without_or_with_a_tiny_cache_the_answers_are_the_same(tmp_path: Path, c
         with QdrantStore(
             tmp_path / f"s{size}",
             index=index,  # type: ignore[arg-type]
-            clock=clock,
             ttl={"default_ttl": 10, "refresh_on_read": True},
-            cache_items=size,
+            options={"clock": clock, "cache_items": size},
         ) as store:
             store.batch(
                 [PutOp(("u",), f"k{i}", {"text": f"note {i}", "n": i % 3}, ttl=10) for i in range(12)]
@@ -850,4 +881,4 @@ def test_the_cache_keeps_the_most_recently_used() -> None:
 @pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
 def test_cache_items_must_be_a_count(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="cache_items"):
-        QdrantStore(location=":memory:", cache_items=bad)
+        QdrantStore(":memory:", options={"cache_items": bad})

@@ -46,7 +46,7 @@ def uuid_key(point_id: str) -> int:
 
 
 class Entry(NamedTuple):
-    """One cached point: its id as the plan spells it, its value as JSON, the payload fields the plan reads.
+    """One cached point: its id as the steps spell it, its value as JSON, the payload fields the steps read.
 
     The filter-only fields (``ns_prefix``, ``indexed``) are not kept.
     """

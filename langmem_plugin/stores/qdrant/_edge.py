@@ -16,7 +16,10 @@ merged by the engine with a ``max`` formula, so the score is always the best
 text's cosine, as in LangGraph's stores. Keeping the common case on a plain
 vector halves the HNSW build (measured: 9.3 s vs 16.7 s for 10k points here),
 and int8 scalar quantization halves it again (4.6 s) with exact rescoring.
-Format-1 stores (one multivector ``dense``) are still read and written as they are.
+A format-1 directory (one multivector ``dense`` per point, written by earlier
+versions) is refused with a :class:`~langmem_plugin.errors.StoreConfigMismatchError`
+that says how to move its items over (export with the version that wrote it,
+import here).
 
 HNSW: Edge builds indexes only when asked (``optimize``), holding the GIL, so
 the engine asks in bounded steps: once ``optimize_every`` points were written
@@ -57,124 +60,38 @@ from langmem_plugin.errors import (
     StoreError,
 )
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry_of, uuid_key
-from langmem_plugin.stores.qdrant._lock import PathLock
-from langmem_plugin.stores.qdrant._plan import (
-    DENSE,
-    DENSE_MULTI,
-    SPARSE,
+from langmem_plugin.stores.qdrant._calls import (
     Delete,
     EngineCall,
     Facet,
-    Filter,
-    FilterIndexType,
-    Fused,
     Hit,
-    Match,
-    MatchAny,
-    Nearest,
     OrderBy,
     PointData,
     Query,
-    Range,
     Retrieve,
     Scroll,
     SetPayload,
     Upsert,
-    dense_layout,
 )
+from langmem_plugin.stores.qdrant._config import OPTIMIZE_EVERY
+from langmem_plugin.stores.qdrant._edge_requests import (
+    CORE_INDEXES,
+    FILTER_INDEX_SCHEMAS,
+    READ,
+    edge_filter,
+    edge_point,
+    query_request,
+    shard_config,
+)
+from langmem_plugin.stores.qdrant._layout import DENSE_MULTI, FORMAT, FilterIndexType
+from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
 
-__all__ = ["DENSE_MULTI", "FORMAT", "OPTIMIZE_EVERY", "EdgeEngine"]
-
-#: The on-disk format of ``store.json`` / the point layout (1: one multivector per point; 2: split).
-FORMAT = 2
-_READABLE = (1, 2)
-
-#: Build the HNSW index once this many points were written since the last build.
-OPTIMIZE_EVERY = 10_000
-
-# HNSW: Qdrant's m; ef_construct 64 rather than 100 (build ≈ 1.5x faster; recall@10 measured 0.93-0.95
-# on clustered vectors at 10k-100k); full_scan_threshold (KB) as Qdrant's default.
-_HNSW_M, _HNSW_EF_CONSTRUCT, _FULL_SCAN_KB = 16, 64, 10_000
-# A segment gets an HNSW graph above this many points (the optimizer's threshold is in KB of vectors),
-# and automatic builds merge segments up to _SEGMENT_POINTS (the bound on one pause).
-_INDEX_MIN_POINTS = 1_000
-_SEGMENT_POINTS = 20_000
-_UNCAPPED_KB = 1 << 40
-
-
-class _ReadWriteLock:
-    """Many engine calls at once, or one reopening of the shard (the full :meth:`EdgeEngine.optimize`)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writer = False
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
-
-
-# Reads take the whole payload: leaving out the filter-only fields with PayloadSelector.Exclude measured
-# slower (0.81 vs 0.67 ms for 11 hits, interleaved A/B), and an Include list no faster.
-_READ = True
-
-# Dense searches rescore with the original vectors: int8 alone left scores off by up to 0.005.
-_EXACT_SCORES = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True))
-
-_MAX = qe.Expression.Max([qe.Expression.Variable("$score[0]"), qe.Expression.Variable("$score[1]")])
-_BEST_TEXT = qe.Formula(_MAX, defaults={"$score[0]": -2.0, "$score[1]": -2.0})
-
-
-def _condition(c: Match | MatchAny | Range) -> qe.FieldCondition:
-    if isinstance(c, Match):
-        return qe.FieldCondition(c.key, match=qe.MatchValue(c.value))
-    if isinstance(c, MatchAny):
-        return qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values)))
-    return qe.FieldCondition(c.key, range=qe.RangeFloat(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte))
-
-
-def _filter(f: Filter) -> qe.Filter | None:
-    return qe.Filter(must=[_condition(c) for c in f.must]) if f.must else None
-
-
-def _sparse_query(n: Nearest) -> Any:
-    assert not isinstance(n.vector, list)
-    return qe.Query.Nearest(qe.SparseVector(list(n.vector.indices), list(n.vector.values)), using=SPARSE)
+__all__ = ["EdgeEngine"]
 
 
 def _key_of(point_id: Any) -> int:
     """The cache key of an id the engine returned (a ``uuid.UUID``: our ids are UUIDs)."""
     return point_id.int if isinstance(point_id, uuid.UUID) else uuid_key(str(point_id))
-
-
-def _fusion(rank: Fused) -> Any:
-    if rank.fusion == "dbsf":
-        return qe.Fusion.Dbsf()
-    return qe.Fusion.Rrf(k=rank.k)
 
 
 class EdgeEngine:
@@ -216,10 +133,9 @@ class EdgeEngine:
         self._lock = PathLock(path)
         self._shard: qe.EdgeShard | None = None
         self._guard = threading.RLock()
-        self._format = FORMAT
         self._has_multi = False
         self._pending = 0
-        self._rw = _ReadWriteLock()
+        self._rw = ReadWriteLock()
         #: Payloads of the points written or read lately: searches read ids and scores only.
         self.cache = PayloadCache(cache_items)
 
@@ -236,7 +152,7 @@ class EdgeEngine:
             try:
                 self._shard = self._load_or_create()
                 self._ensure_filter_indexes(self._shard)
-                if self._format >= 2 and self.dims is not None:
+                if self.dims is not None:
                     has_multi = qe.CountRequest(
                         exact=True, filter=qe.Filter(must=[qe.HasVectorCondition(DENSE_MULTI)])
                     )
@@ -250,7 +166,7 @@ class EdgeEngine:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            "format": self._format,
+            "format": FORMAT,
             "dims": self.dims,
             "fields": list(self.fields) if self.fields is not None else None,
             "lexical_fields": list(self.lexical_fields) if self.lexical_fields is not None else None,
@@ -264,14 +180,21 @@ class EdgeEngine:
         os.replace(tmp, meta_path)
 
     def _check_meta(self, meta: dict[str, Any]) -> None:
-        if meta.get("format") not in _READABLE:
+        if meta.get("format") == 1:
+            raise StoreConfigMismatchError(
+                f"the store at {self.path} is in format 1 (one multivector per item, written by an "
+                f"earlier langmem-plugin); this version reads format {FORMAT} only. Fix: with the "
+                "version that wrote it, export it (export_jsonl), then import the file into a new store "
+                "here (import_jsonl): every item keeps its timestamps and TTL and is re-indexed."
+            )
+        if meta.get("format") != FORMAT:
             raise ConfigurationError(
                 f"the store at {self.path} has format {meta.get('format')!r}; this version reads "
-                f"formats {_READABLE}. Fix: export it with the version that wrote it and import it here."
+                f"format {FORMAT}. Fix: export it with the version that wrote it and import it here."
             )
         given = {"dims": self.dims, "fields": self.fields, "lexical_fields": self.lexical_fields}
         for name, now in given.items():
-            if name not in meta:  # recorded from format 2 on: take what this open says
+            if name not in meta:  # a store.json written before this key was recorded: take this open's
                 continue
             then = meta[name]
             then = tuple(then) if isinstance(then, list) else then
@@ -285,40 +208,11 @@ class EdgeEngine:
                     "it into a new store with the new index config, which re-indexes every item."
                 )
 
-    def _config(self, *, compact: bool = False) -> qe.EdgeConfig:
-        vectors = None
-        if self.dims is not None:
-            vectors = {
-                DENSE: qe.EdgeVectorParams(size=self.dims, distance=qe.Distance.Cosine),
-                DENSE_MULTI: qe.EdgeVectorParams(
-                    size=self.dims,
-                    distance=qe.Distance.Cosine,
-                    multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
-                ),
-            }
-        point_kb = (self.dims or 1) * 4 / 1024
-        optimizers = qe.EdgeOptimizersConfig(
-            indexing_threshold=max(1, int(_INDEX_MIN_POINTS * point_kb)),
-            max_segment_size=_UNCAPPED_KB if compact else max(1, int(_SEGMENT_POINTS * point_kb)),
-            default_segment_number=1 if compact else None,
-        )
-        return qe.EdgeConfig(
-            vectors=vectors,
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            hnsw_config=qe.HnswIndexConfig(
-                m=_HNSW_M, ef_construct=_HNSW_EF_CONSTRUCT, full_scan_threshold=_FULL_SCAN_KB
-            ),
-            quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, always_ram=True),
-            optimizers=optimizers,
-        )
-
     def _load(self, *, compact: bool = False) -> qe.EdgeShard:
-        """Load the shard; format 2 with this engine's optimizer settings (``compact``: uncapped)."""
+        """Load the shard with this engine's optimizer settings (``compact``: uncapped)."""
         shard_dir = self.path / "shard"
         try:
-            if self._format == 1:  # as it was created: no HNSW/quantization settings to restate
-                return qe.EdgeShard.load(str(shard_dir))
-            return qe.EdgeShard.load(str(shard_dir), self._config(compact=compact))
+            return qe.EdgeShard.load(str(shard_dir), shard_config(self.dims, compact=compact))
         except Exception as exc:  # the engine's own error types
             raise StoreError(f"could not open the Qdrant Edge shard at {shard_dir}: {exc}") from exc
 
@@ -328,42 +222,27 @@ class EdgeEngine:
         if meta_path.exists():
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             self._check_meta(meta)
-            self._format = int(meta["format"])
             self._pending = int(meta.get("pending", 0))
             shard = self._load()
             if set(meta) != set(self._meta()):  # an older store.json: record what it lacked
                 self._write_meta()
             return shard
         try:
-            shard = qe.EdgeShard.create(str(shard_dir), self._config())
-            for name, schema in (
-                # Tenant-aware (points stored by namespace) without per-value HNSW subgraphs: the
-                # namespace filter matches most points of a big namespace, where the main graph works.
-                ("ns_prefix", qe.KeywordIndexParams(is_tenant=True, enable_hnsw=False)),
-                ("ns", qe.KeywordIndexParams(enable_hnsw=False)),
-                ("updated_us", qe.IntegerIndexParams(lookup=False, range=True, enable_hnsw=False)),
-                ("expires_us", qe.IntegerIndexParams(lookup=False, range=True, enable_hnsw=False)),
-                ("indexed", qe.IntegerIndexParams(lookup=True, range=False, enable_hnsw=False)),
-            ):
+            shard = qe.EdgeShard.create(str(shard_dir), shard_config(self.dims))
+            for name, schema in CORE_INDEXES:
                 shard.update(qe.UpdateOperation.create_field_index(name, schema))
             shard.flush()
         except Exception as exc:
             raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
-        self._format = FORMAT
         self._write_meta()
         return shard
 
     def _ensure_filter_indexes(self, shard: qe.EdgeShard) -> None:
         existing = set(shard.info().payload_schema)
-        schemas: dict[str, qe.KeywordIndexParams | qe.IntegerIndexParams | qe.FloatIndexParams] = {
-            "keyword": qe.KeywordIndexParams(enable_hnsw=False),
-            "integer": qe.IntegerIndexParams(lookup=True, range=True, enable_hnsw=False),
-            "float": qe.FloatIndexParams(enable_hnsw=False),
-        }
         try:
             for name, kind in self.filter_indexes:
                 if name not in existing:
-                    shard.update(qe.UpdateOperation.create_field_index(name, schemas[kind]))
+                    shard.update(qe.UpdateOperation.create_field_index(name, FILTER_INDEX_SCHEMAS[kind]))
         except Exception as exc:
             raise StoreError(f"could not create the payload indexes {self.filter_indexes}: {exc}") from exc
 
@@ -415,15 +294,15 @@ class EdgeEngine:
             request = qe.ScrollRequest(
                 offset=call.offset,
                 limit=call.limit,
-                filter=_filter(call.filter),
-                with_payload=_READ if call.with_payload else False,
+                filter=edge_filter(call.filter),
+                with_payload=READ if call.with_payload else False,
             )
             records, next_offset = shard.scroll(request)
             hits = [Hit(str(r.id), r.payload or {}) for r in records]
             return hits, str(next_offset) if next_offset is not None else None
         if isinstance(call, Facet):
             response = shard.facet(
-                qe.FacetRequest(call.key, limit=call.limit, exact=True, filter=_filter(call.filter))
+                qe.FacetRequest(call.key, limit=call.limit, exact=True, filter=edge_filter(call.filter))
             )
             return [str(hit.value) for hit in response.hits]
         raise AssertionError(call)
@@ -440,7 +319,7 @@ class EdgeEngine:
     def _retrieve(self, shard: qe.EdgeShard, ids: Sequence[str]) -> list[Hit]:
         """The points of ``ids`` that exist, from the cache or else the engine (in no set order)."""
         if not self.cache.enabled:
-            records = shard.retrieve(list(ids), with_payload=_READ, with_vector=False)
+            records = shard.retrieve(list(ids), with_payload=READ, with_vector=False)
             return [Hit(str(r.id), r.payload or {}) for r in records]
         entries, generation = self.cache.lookup(uuid_key(i) for i in ids)
         hits = [Hit(e.id, e.payload()) for e in entries if e is not None]
@@ -485,91 +364,17 @@ class EdgeEngine:
         return hits
 
     def _point(self, p: PointData) -> qe.Point:
-        vector = dense_layout(p.dense, self._format)
-        if DENSE_MULTI in vector:
+        if p.dense is not None and len(p.dense) > 1:
             self._has_multi = True
-        if p.sparse is not None:
-            vector[SPARSE] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
-        # A uuid.UUID converts ≈ 10 µs faster than its string (the binding tries an integer first).
-        return qe.Point(uuid.UUID(p.id), vector, p.payload)
-
-    def _dense_parts(self, n: Nearest, limit: int, flt: qe.Filter | None) -> list[qe.Prefetch] | None:
-        """The two searches of a dense query while the store holds multi-text items, else None.
-
-        Single-text items have the plain vector, multi-text items the MaxSim multivector; the
-        caller fuses the two with :data:`_BEST_TEXT` (the better score; the missing one is -2).
-        """
-        if n.using == SPARSE or self._format == 1 or not self._has_multi:
-            return None
-        assert isinstance(n.vector, list)
-        return [
-            qe.Prefetch(
-                limit=limit,
-                query=qe.Query.Nearest(n.vector[0], using=DENSE),
-                filter=flt,
-                params=_EXACT_SCORES,
-            ),
-            qe.Prefetch(
-                limit=limit,
-                query=qe.Query.Nearest(n.vector, using=DENSE_MULTI),
-                filter=flt,
-                params=_EXACT_SCORES,
-            ),
-        ]
-
-    def _one_search(self, n: Nearest) -> Any:
-        """The engine query of a :class:`Nearest` that is one search."""
-        if n.using == SPARSE:
-            return _sparse_query(n)
-        assert isinstance(n.vector, list)
-        if self._format == 1:
-            return qe.Query.Nearest(n.vector, using=DENSE)
-        return qe.Query.Nearest(n.vector[0], using=DENSE)
-
-    def _ranking(self, n: Nearest, limit: int, flt: qe.Filter | None) -> dict[str, Any]:
-        """What a query or a prefetch needs to rank by ``n`` (the two take the same arguments)."""
-        parts = self._dense_parts(n, limit, flt)
-        if parts is not None:
-            return {
-                "limit": limit,
-                "prefetches": parts,
-                "query": _BEST_TEXT,
-                "score_threshold": n.score_threshold,
-            }
-        return {
-            "limit": limit,
-            "query": self._one_search(n),
-            "filter": flt,
-            "score_threshold": n.score_threshold,
-            "params": _EXACT_SCORES if n.using != SPARSE else None,
-        }
+        return edge_point(p)
 
     def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
-        flt = _filter(call.filter)
-        rank = call.rank
         ids_only = self.cache.enabled and self.cache.warm
         generation = self.cache.generation  # before the engine reads any payload
-        read: Any = False if ids_only else _READ
-        if isinstance(rank, OrderBy):
-            request = qe.QueryRequest(
-                limit=call.limit,
-                query=qe.OrderBy(rank.key, qe.Direction.Desc),
-                filter=flt,
-                with_payload=read,
-            )
-        elif isinstance(rank, Nearest):
-            request = qe.QueryRequest(**self._ranking(rank, call.limit, flt), with_payload=read)
-        else:
-            assert isinstance(rank, Fused)
-            prefetches = [qe.Prefetch(**self._ranking(n, rank.prefetch_limit, flt)) for n in rank.parts]
-            request = qe.QueryRequest(
-                limit=call.limit,
-                prefetches=prefetches,
-                query=_fusion(rank),
-                with_payload=read,
-            )
+        read: Any = False if ids_only else READ
+        request = query_request(call, has_multi=self._has_multi, with_payload=read)
         points = shard.query(request)
-        scored = not isinstance(rank, OrderBy)
+        scored = not isinstance(call.rank, OrderBy)
         if ids_only:
             return self._hydrate(shard, points, scored=scored)
         hits = [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in points]
@@ -600,8 +405,6 @@ class EdgeEngine:
         """
         with self._guard, self._rw.write():
             shard = self._require()
-            if self._format == 1:
-                return self._build(shard)
             shard.flush()
             shard.close()
             self._shard = None
@@ -618,6 +421,9 @@ class EdgeEngine:
         """How many points the shard holds (expired ones included until swept)."""
         return int(self._require().info().points_count)
 
+    def describe(self) -> str:
+        return f"path={str(self.path)!r}"
+
     def close(self) -> None:
         """Flush, close the shard and release the lock (idempotent)."""
         with self._guard:
@@ -630,3 +436,7 @@ class EdgeEngine:
                     self._write_meta()
             finally:
                 self._lock.release()
+
+    async def aclose(self) -> None:
+        """:meth:`close` (a flush: brief, so it runs on the loop, as a sync ``close()`` would)."""
+        self.close()

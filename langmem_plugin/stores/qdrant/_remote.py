@@ -12,15 +12,19 @@ Python — about a second per filtered search at 100k points — and ignores
 payload indexes and is not thread-safe (the engine serialises its calls); it is
 for experiments, not for load.
 
-The point layout is the embedded engine's format 2 for collections this
-version creates: an item with one indexed text has the plain vector ``dense``,
-an item with several the MaxSim multivector ``dense_multi``, and a dense query
-searches both and keeps the better score (a ``max`` formula), so the score is
-the best text's cosine, as in LangGraph's stores. Other clients may write to a
-server collection, so both are always searched (the embedded engine skips the
-multivector while it holds no multi-text item). A collection created by an
-earlier version (one MaxSim multivector ``dense`` per point, format 1) is
-recognised by its vector config and used as it is.
+The point layout is the embedded engine's (:mod:`._layout`): an item with one
+indexed text has the plain vector ``dense``, an item with several the MaxSim
+multivector ``dense_multi``, and a dense query searches both and keeps the
+better score (a ``max`` formula), so the score is the best text's cosine, as in
+LangGraph's stores. Other clients may write to a server collection, so both are
+always searched (the embedded engine skips the multivector while it holds no
+multi-text item). A collection created by an earlier version (one MaxSim
+multivector ``dense`` per point, format 1) is recognised by its vector config
+and refused with a :class:`~langmem_plugin.errors.StoreConfigMismatchError`.
+
+The engine opens in ``QdrantStore.setup()`` (or on first use), not in the
+store's constructor: a server may be slow or briefly away, and the constructor
+should not wait on the network; the embedded engine opens at construction.
 
 Every call is idempotent (points are written and deleted by id, payloads set to
 values, reads are reads), so a call that fails in transport is retried
@@ -48,31 +52,29 @@ from langchain_core.runnables.config import run_in_executor
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from langmem_plugin.errors import ConfigurationError, LangMemPluginError, StoreError
-from langmem_plugin.stores.qdrant._plan import (
-    DENSE,
-    DENSE_MULTI,
-    SPARSE,
+from langmem_plugin.errors import (
+    ConfigurationError,
+    LangMemPluginError,
+    StoreConfigMismatchError,
+    StoreError,
+)
+from langmem_plugin.stores.qdrant._calls import (
     Delete,
     EngineCall,
     Facet,
-    Filter,
-    FilterIndexType,
     Fused,
     Hit,
-    Match,
-    MatchAny,
     Nearest,
     OrderBy,
     PointData,
     Query,
-    Range,
     Retrieve,
     Scroll,
     SetPayload,
     Upsert,
-    dense_layout,
 )
+from langmem_plugin.stores.qdrant._filters import Filter, Match, MatchAny, Range
+from langmem_plugin.stores.qdrant._layout import DENSE, DENSE_MULTI, SPARSE, FilterIndexType, dense_layout
 
 __all__ = ["MIN_SERVER", "ClientEngine", "Retries", "is_local", "is_transient"]
 
@@ -205,8 +207,6 @@ class ClientEngine:
         self.dims = dims
         self.owns = owns
         self.local = is_local(client)
-        #: The point layout (1: one multivector per point; 2: split), read from the collection on open.
-        self.format = 2
         self._open = False
         # Local mode is plain Python objects, not safe for concurrent use: one call at a time.
         self._serial: threading.Lock | contextlib.nullcontext[None] = (
@@ -267,7 +267,6 @@ class ClientEngine:
 
     def _create(self) -> None:
         vectors: dict[str, models.VectorParams] = {}
-        self.format = 2
         if self.dims is not None:
             vectors[DENSE] = models.VectorParams(size=self.dims, distance=models.Distance.COSINE)
             vectors[DENSE_MULTI] = models.VectorParams(
@@ -301,7 +300,14 @@ class ClientEngine:
         vectors = info.config.params.vectors
         params = vectors.get(DENSE) if isinstance(vectors, dict) else None
         size = params.size if params is not None else None
-        self.format = 1 if params is not None and params.multivector_config is not None else 2
+        if params is not None and params.multivector_config is not None:
+            raise StoreConfigMismatchError(
+                f"the Qdrant collection {self.collection!r} has the format-1 layout (one multivector "
+                "'dense' per item, written by an earlier langmem-plugin); this version reads format 2 "
+                "only. Fix: with the version that wrote it, export it (export_jsonl), then import the "
+                "file into another collection here (import_jsonl); or point this store at another "
+                "collection name."
+            )
         if size != self.dims:
             raise ConfigurationError(
                 f"the Qdrant collection {self.collection!r} has dense dims={size!r} but the store is "
@@ -359,17 +365,16 @@ class ClientEngine:
         raise AssertionError(call)
 
     def _point(self, p: PointData) -> models.PointStruct:
-        vector = dense_layout(p.dense, self.format)
+        vector = dense_layout(p.dense)
         if p.sparse is not None:
             vector[SPARSE] = models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values))
         return models.PointStruct(id=p.id, vector=vector, payload=p.payload)
 
     def _ranking(self, n: Nearest, limit: int, flt: models.Filter | None, filter_key: str) -> dict[str, Any]:
         """What a query (``filter_key="query_filter"``) or a prefetch (``"filter"``) needs to rank by n."""
-        if n.using == SPARSE or self.format == 1:
-            query = _sparse_query(n) if n.using == SPARSE else n.vector
+        if n.using == SPARSE:
             return {
-                "query": query,
+                "query": _sparse_query(n),
                 "using": n.using,
                 filter_key: flt,
                 "limit": limit,
@@ -454,6 +459,14 @@ class ClientEngine:
     def optimize(self) -> bool:
         """A server optimizes on its own; nothing to do."""
         return False
+
+    @property
+    def optimize_seconds(self) -> float:
+        """Always 0.0: a server builds its indexes in the background."""
+        return 0.0
+
+    def describe(self) -> str:
+        return f"collection={self.collection!r}"
 
     def close(self) -> None:
         """Close the clients the store created (idempotent)."""

@@ -1,0 +1,175 @@
+"""The requests the store's steps yield: engine calls and embedding requests, with no I/O.
+
+Each engine (:mod:`._edge`, :mod:`._remote`) carries out an :data:`EngineCall`
+in its own API and nothing more; the store carries out the two embedding
+requests with its ``Embeddings``. The docstring of each call names what it
+returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langmem_plugin.core.lexical import SparseVector
+from langmem_plugin.stores.qdrant._filters import Filter
+
+__all__ = [
+    "Call",
+    "Delete",
+    "EmbedDocuments",
+    "EmbedQueries",
+    "EngineCall",
+    "Facet",
+    "Fused",
+    "Fusion",
+    "Hit",
+    "Nearest",
+    "OrderBy",
+    "PointData",
+    "Query",
+    "Retrieve",
+    "Scroll",
+    "SearchMode",
+    "SetPayload",
+    "Upsert",
+]
+
+SearchMode = Literal["hybrid", "dense", "lexical"]
+Fusion = Literal["rrf", "dbsf"]
+
+# --------------------------------------------------------------------------- what the calls carry
+
+
+@dataclass(frozen=True, slots=True)
+class PointData:
+    """A point to upsert: its payload, its texts' dense vectors (None: none) and its BM25 vector."""
+
+    id: str
+    payload: dict[str, Any]
+    dense: list[list[float]] | None
+    sparse: SparseVector | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A point read back: its id, payload and (for scored queries) score."""
+
+    id: str
+    payload: dict[str, Any]
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderBy:
+    """Order by a numeric payload field, descending."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """Nearest neighbours on one named vector (dense: a list of vectors, compared with MaxSim)."""
+
+    using: str
+    vector: list[list[float]] | SparseVector
+    score_threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """Several :class:`Nearest` prefetches, each of ``prefetch_limit``, fused by the engine.
+
+    ``fusion``: ``"rrf"`` (reciprocal rank fusion with ``k``) or ``"dbsf"``
+    (distribution-based score fusion: each prefetch's scores normalised by
+    their mean ± 3 standard deviations, then summed; ``k`` unused).
+    """
+
+    parts: tuple[Nearest, ...]
+    prefetch_limit: int
+    k: int
+    fusion: Fusion
+
+
+# --------------------------------------------------------------------------- engine calls
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieve:
+    """Points by id (missing ids are left out) → ``list[Hit]``."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """Insert or replace points → ``None``."""
+
+    points: tuple[PointData, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete points by id → ``None``."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetPayload:
+    """Merge ``payload`` into the payload of the points → ``None``."""
+
+    ids: tuple[str, ...]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The first ``limit`` points matching ``filter`` in the order of ``rank`` → ``list[Hit]``."""
+
+    filter: Filter
+    rank: OrderBy | Nearest | Fused
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scroll:
+    """A page of points matching ``filter``, in id order, from id ``offset`` on.
+
+    → ``(list[Hit], next_offset)``; ``next_offset`` is None after the last page.
+    """
+
+    filter: Filter
+    limit: int
+    offset: str | None = None
+    with_payload: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """Distinct values of a keyword field among points matching ``filter`` → ``list[str]``."""
+
+    key: str
+    filter: Filter
+    limit: int
+
+
+# --------------------------------------------------------------------------- embedding requests
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedDocuments:
+    """Embed texts as documents → ``list[list[float]]`` (done by the store, not the engine)."""
+
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedQueries:
+    """Embed texts as queries → ``list[list[float]]`` (done by the store, not the engine)."""
+
+    texts: tuple[str, ...]
+
+
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet
+Call = EngineCall | EmbedDocuments | EmbedQueries

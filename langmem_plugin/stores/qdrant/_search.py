@@ -1,0 +1,144 @@
+"""The steps of one search op: engine queries, the exact filter re-checked, stable pages.
+
+A search without a query lists newest ``updated_us`` first; with a query it
+ranks by the engine's score (dense, BM25 or both fused), then lists the items
+that have no search vector after the scored ones, newest first, with score
+None. Ties are broken by namespace and key, and :func:`_fetch` makes sure a
+whole group of tied hits is read, so pages stay stable whatever their size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from langgraph.store.base import SearchItem, SearchOp
+
+from langmem_plugin.core.steps import Steps
+from langmem_plugin.stores._common import parse_filter
+from langmem_plugin.stores.qdrant._calls import Call, Fused, Hit, Nearest, OrderBy, Query
+from langmem_plugin.stores.qdrant._config import BatchConfig
+from langmem_plugin.stores.qdrant._filters import Filter, Match, Range, live, native
+from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
+
+__all__ = ["search"]
+
+_ALL = 1_000_000  # "every match" for a query whose filter already bounds the result
+
+
+def search(
+    config: BatchConfig, op: SearchOp, now_us: int, dense_query: list[float] | None
+) -> Steps[Call, tuple[list[SearchItem], list[Hit]]]:
+    """The page of results of ``op``, and the hits they came from (for a TTL refresh)."""
+    conditions = parse_filter(op.filter)
+    # Expiry is checked here rather than by the engine: a range condition on every
+    # candidate costs a vector search more than re-checking the few hits it returns.
+    base = Filter(live(now_us, op.namespace_prefix).must[:-1]).and_(*native(conditions))
+
+    def check(hit: Hit) -> bool:
+        if int(hit.payload["expires_us"]) <= now_us:
+            return False
+        value = hit.payload["value"]
+        return all(c.matches(value) for c in conditions)
+
+    limit, offset = max(op.limit, 0), max(op.offset, 0)
+    need = offset + limit
+    if not op.query:
+        hits, _ = yield from _fetch(
+            lambda n: Query(base, OrderBy("updated_us"), n), need, check, _updated, _tied(base)
+        )
+        hits.sort(key=lambda h: (-_updated(h), *tiebreak(h.payload)))
+        window = hits[offset:need]
+        return [search_item_of(h.payload, None) for h in window], window
+
+    rank = _rank(config, op.query, dense_query)
+    scored: list[Hit] = []
+    exhausted = True
+    if rank is not None:
+        scored, exhausted = yield from _fetch(
+            lambda n: Query(base, _with_candidates(rank, n), n), need, check, _score
+        )
+        scored.sort(key=lambda h: (-_score(h), *tiebreak(h.payload)))
+    unscored: list[Hit] = []
+    if exhausted and len(scored) < need:
+        # Items that have no search vector (index=False, or no text) come after the scored ones,
+        # newest first, with score None — as LangGraph's InMemoryStore lists them.
+        rest, _ = yield from _fetch(
+            lambda n: Query(base.and_(Match("indexed", 0)), OrderBy("updated_us"), n),
+            need - len(scored),
+            check,
+            _updated,
+            _tied(base.and_(Match("indexed", 0))),
+        )
+        rest.sort(key=lambda h: (-_updated(h), *tiebreak(h.payload)))
+        unscored = rest
+    ranked: list[tuple[Hit, float | None]] = [(h, h.score) for h in scored] + [(h, None) for h in unscored]
+    page = ranked[offset:need]
+    return [search_item_of(h.payload, s) for h, s in page], [h for h, _ in page]
+
+
+def _fetch(
+    make: Callable[[int], Query],
+    need: int,
+    check: Callable[[Hit], bool],
+    primary: Callable[[Hit], float],
+    tied: Callable[[float], Query] | None = None,
+) -> Steps[Call, tuple[list[Hit], bool]]:
+    """Fetch hits in the engine's order until ``need`` of them pass ``check`` (the exact filter).
+
+    Also makes sure the group of hits tied with the ``need``-th one on
+    ``primary`` is complete, so that sorting ties by namespace and key gives the
+    same order whatever the page size: pagination stays stable. ``tied(value)``,
+    when given, queries that whole group at once (items written by one batch
+    share their timestamp); otherwise the fetch grows until the group ends.
+    Returns the hits that pass and whether the engine had no more.
+    """
+    if need <= 0:
+        return [], False
+    fetch = need + 1
+    while True:
+        hits: list[Hit] = yield make(fetch)
+        kept = [h for h in hits if check(h)]
+        if len(hits) < fetch:
+            return kept, True
+        if len(kept) >= need:
+            boundary = primary(kept[need - 1])
+            if primary(hits[-1]) != boundary:
+                return kept, False
+            if tied is not None:
+                group: list[Hit] = yield tied(boundary)
+                above = [h for h in kept if primary(h) != boundary]  # all better: the engine's order
+                return above + [h for h in group if check(h)], False
+        fetch *= 2
+
+
+def _tied(base: Filter) -> Callable[[float], Query]:
+    def tied(updated: float) -> Query:
+        return Query(base.and_(Range("updated_us", gte=updated, lte=updated)), OrderBy("updated_us"), _ALL)
+
+    return tied
+
+
+def _updated(hit: Hit) -> float:
+    return float(hit.payload["updated_us"])
+
+
+def _score(hit: Hit) -> float:
+    return hit.score if hit.score is not None else float("-inf")
+
+
+def _rank(config: BatchConfig, query: str, dense_query: list[float] | None) -> Nearest | Fused | None:
+    threshold = config.score_threshold
+    sparse = config.encoder.encode_query(query) if config.mode != "dense" or dense_query is None else None
+    lexical = Nearest(SPARSE, sparse, threshold if dense_query is None else None) if sparse else None
+    if dense_query is None:
+        return lexical
+    dense = Nearest(DENSE, [dense_query], threshold)
+    if config.mode == "dense" or lexical is None:
+        return dense
+    return Fused((dense, lexical), config.candidates, config.rrf_k, config.fusion)
+
+
+def _with_candidates(rank: Nearest | Fused, fetch: int) -> Nearest | Fused:
+    if isinstance(rank, Fused):
+        return Fused(rank.parts, max(rank.prefetch_limit, fetch), rank.k, rank.fusion)
+    return rank

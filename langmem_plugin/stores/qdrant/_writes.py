@@ -1,0 +1,144 @@
+"""Steps that write items: timestamps decided, texts embedded, points upserted.
+
+Used by a batch's puts (:mod:`._batch`) and by an import (:mod:`._maintenance`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.store.base import PutOp
+
+from langmem_plugin.core.steps import Steps
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.stores._common import index_texts
+from langmem_plugin.stores.qdrant._calls import Call, Delete, EmbedDocuments, Hit, PointData, Upsert
+from langmem_plugin.stores.qdrant._config import BatchConfig
+from langmem_plugin.stores.qdrant._layout import NEVER_US, minutes_us, ns_fields
+
+__all__ = ["Entry", "checked", "upsert", "write"]
+
+
+def checked(config: BatchConfig, vector: Any) -> list[float]:
+    """An embedding of the configured dimension, as a list."""
+    if len(vector) != config.dims:
+        raise ConfigurationError(
+            f"the embeddings returned vectors of {len(vector)} dimensions but the IndexConfig says "
+            f"dims={config.dims}. Fix: set 'dims' to the embedder's dimension."
+        )
+    return vector if isinstance(vector, list) else [float(x) for x in vector]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An item to write, with its timestamps decided."""
+
+    pid: str
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None
+    created_us: int
+    updated_us: int
+    ttl: float | None
+    expires_us: int
+
+
+def write(
+    config: BatchConfig,
+    puts: Iterable[tuple[str, PutOp, dict[str, Any] | None]],
+    existing: Mapping[str, Hit],
+    now_us: int,
+) -> Steps[Call, None]:
+    """Apply a batch's final puts ``(point id, op, validated value)``: deletes, then one upsert.
+
+    An item that exists (``existing``, read before the batch's writes) keeps its ``created_us``.
+    """
+    deletes: list[str] = []
+    entries: list[Entry] = []
+    for pid, op, value in puts:
+        if value is None:
+            deletes.append(pid)
+            continue
+        old = existing.get(pid)
+        ttl = float(op.ttl) if op.ttl is not None else None
+        entries.append(
+            Entry(
+                pid=pid,
+                namespace=tuple(op.namespace),
+                key=op.key,
+                value=value,
+                index=op.index,
+                created_us=int(old.payload["created_us"]) if old is not None else now_us,
+                updated_us=now_us,
+                ttl=ttl,
+                expires_us=now_us + minutes_us(ttl) if ttl is not None else NEVER_US,
+            )
+        )
+    if deletes:
+        yield Delete(tuple(deletes))
+    yield from upsert(config, entries)
+
+
+def upsert(config: BatchConfig, entries: Sequence[Entry]) -> Steps[Call, None]:
+    """Embed the entries' texts (each distinct text once) and upsert their points."""
+    if not entries:
+        return
+    texts_of = [_texts_for(config, e.index, e.value) for e in entries]
+    dense_of: dict[str, list[float]] = {}
+    if config.dims is not None:
+        unique = sorted({t for texts in texts_of for t in texts})
+        if unique:
+            vectors: list[list[float]] = yield EmbedDocuments(tuple(unique))
+            if len(vectors) != len(unique):
+                raise ConfigurationError(
+                    f"the embeddings returned {len(vectors)} vectors for {len(unique)} texts"
+                )
+            dense_of = dict(zip(unique, (checked(config, v) for v in vectors), strict=True))
+    points: list[PointData] = []
+    for e, texts in zip(entries, texts_of, strict=True):
+        token, prefixes = ns_fields(e.namespace)
+        # With lexical_fields, BM25 reads other fields than the embedded ones — of indexed items
+        # only, so that an item is either scored by both halves or listed unscored.
+        words = texts
+        if config.lexical_fields and texts:
+            words = index_texts(e.value, list(config.lexical_fields))
+        sparse = config.encoder.encode_document("\n".join(words)) if words else None
+        dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
+        payload = {
+            "ns": token,
+            "ns_prefix": prefixes,
+            "key": e.key,
+            "value": e.value,
+            "created_us": e.created_us,
+            "updated_us": e.updated_us,
+            "expires_us": e.expires_us,
+            "ttl": e.ttl,
+            "indexed": int(bool(dense) if config.dims is not None else bool(sparse)),
+        }
+        points.append(PointData(e.pid, payload, dense, sparse if sparse else None))
+    yield Upsert(tuple(points))
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, dict):
+        return [text for v in value.values() for text in _string_leaves(v)]
+    if isinstance(value, list):
+        return [text for v in value for text in _string_leaves(v)]
+    return []
+
+
+def _texts_for(
+    config: BatchConfig, index: Literal[False] | list[str] | None, value: Mapping[str, Any]
+) -> list[str]:
+    """The texts an item is indexed by (empty: not indexed)."""
+    if index is False:
+        return []
+    fields = list(index) if index is not None else config.fields
+    if config.dims is None and fields is None:
+        return _string_leaves(value)  # lexical only: the words, not the JSON keys
+    return index_texts(value, fields)
