@@ -247,7 +247,7 @@ def test_memory_over_qdrant_store_needs_no_cosine_threshold() -> None:
     from langmem_plugin.stores.qdrant import QdrantStore
     from langmem_plugin.surfaces.memory import scores_are_similarities
 
-    with QdrantStore(location=":memory:", index={"dims": 256, "embed": FakeEmbeddings()}) as store:
+    with QdrantStore(":memory:", index={"dims": 256, "embed": FakeEmbeddings()}) as store:
         memory = Memory(store)
         assert not scores_are_similarities(store)
         assert memory.recall_config.min_relevance is None

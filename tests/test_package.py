@@ -51,6 +51,7 @@ EXPECTED_ALL = {
 EXPECTED_STORES_ALL = {
     "CheckpointerStore",
     "QdrantIndexConfig",
+    "QdrantOptions",
     "QdrantSearchConfig",
     "QdrantStore",
     "copy_items",

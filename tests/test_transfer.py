@@ -40,14 +40,14 @@ def _snapshot(store: Any, prefix: tuple[str, ...] = ()) -> list[StoredItem]:
 
 
 def test_qdrant_store_is_transferable() -> None:
-    assert isinstance(QdrantStore(location=":memory:"), TransferableStore)
+    assert isinstance(QdrantStore(":memory:"), TransferableStore)
     assert not isinstance(InMemoryStore(), TransferableStore)
 
 
 def test_exact_round_trip_between_qdrant_stores_keeps_timestamps_and_ttl(tmp_path: Path) -> None:
     clock = FakeClock()
-    source = QdrantStore(tmp_path / "a", index=INDEX, ttl={"default_ttl": 60}, clock=clock)  # type: ignore[arg-type]
-    target = QdrantStore(location=":memory:", index=INDEX, clock=clock)  # type: ignore[arg-type]
+    source = QdrantStore(tmp_path / "a", index=INDEX, ttl={"default_ttl": 60}, options={"clock": clock})  # type: ignore[arg-type]
+    target = QdrantStore(":memory:", index=INDEX, options={"clock": clock})  # type: ignore[arg-type]
     with source, target:
         _round_trip(source, target, clock, tmp_path / "export.jsonl")
 
@@ -93,7 +93,7 @@ def test_in_memory_store_to_qdrant_and_back(tmp_path: Path) -> None:
 
 
 def test_embedded_to_memory_copy(tmp_path: Path) -> None:
-    with QdrantStore(tmp_path / "q") as embedded, QdrantStore(location=":memory:") as memory:
+    with QdrantStore(tmp_path / "q") as embedded, QdrantStore(":memory:") as memory:
         _fill(embedded)
         assert copy_items(embedded, memory, prefix=("agents",)) == 1
         assert memory.search(("agents",), query="knowledge")[0].key == "doc"
@@ -101,7 +101,7 @@ def test_embedded_to_memory_copy(tmp_path: Path) -> None:
 
 def test_expired_items_are_neither_exported_nor_imported(tmp_path: Path) -> None:
     clock = FakeClock()
-    with QdrantStore(tmp_path / "q", clock=clock) as store:
+    with QdrantStore(tmp_path / "q", options={"clock": clock}) as store:
         store.put(("t",), "short", {"v": 1}, ttl=1)
         store.put(("t",), "long", {"v": 2}, ttl=100)
         buffer = io.StringIO()
@@ -109,7 +109,7 @@ def test_expired_items_are_neither_exported_nor_imported(tmp_path: Path) -> None
         clock.advance(minutes=2)
         assert [i.key for i in iter_items(store)] == ["long"]
         buffer.seek(0)
-        with QdrantStore(location=":memory:", clock=clock) as target:
+        with QdrantStore(":memory:", options={"clock": clock}) as target:
             assert import_jsonl(target, buffer) == 1
             assert [i.key for i in iter_items(target)] == ["long"]
 
@@ -145,7 +145,7 @@ GOOD = {
 def test_a_bad_line_is_a_typed_error_and_nothing_is_written(
     bad: dict[str, Any], error: type[Exception], match: str
 ) -> None:
-    for store in (QdrantStore(location=":memory:"), InMemoryStore()):
+    for store in (QdrantStore(":memory:"), InMemoryStore()):
         with pytest.raises(error, match=match):
             import_jsonl(store, _file(GOOD, bad))
         assert store.search(()) == []

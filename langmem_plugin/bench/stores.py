@@ -7,9 +7,9 @@ measured, not the model):
 - QdrantStore, embedded (Qdrant Edge in this process, on a temporary directory),
   as it comes: it builds its HNSW index every 10,000 written points, and the
   bench calls ``optimize()`` after the load to index the rest; optionally
-  (``qdrant-embedded-optimized``) with ``optimize_every=None``: a bulk load
+  (``qdrant-embedded-optimized``) with ``options={"optimize_every": None}``: a bulk load
   without builds, then one ``optimize()``;
-- QdrantStore over qdrant-client's local mode (``location=":memory:"``);
+- QdrantStore over qdrant-client's local mode (``QdrantStore(":memory:")``);
 - LangGraph's InMemoryStore;
 - ``langgraph-store-qdrant`` 0.1.0 on qdrant-client's local mode (it needs a
   server ≥ 1.16 otherwise; no server can be installed here);
@@ -251,13 +251,11 @@ def _disk_usage(paths: Iterable[Path]) -> int:
 def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
     index = _index(data)
     if name in ("qdrant-embedded", "qdrant-memory", OPTIMIZED):
-        from langmem_plugin.stores.qdrant import QdrantStore
+        from langmem_plugin.stores.qdrant import QdrantOptions, QdrantStore
 
         path = workdir / "qdrant"
-        where: dict[str, Any] = {"location": ":memory:"} if name == "qdrant-memory" else {"path": path}
-        if name == OPTIMIZED:
-            where["optimize_every"] = None
-        qs = QdrantStore(**where, index=index)  # type: ignore[arg-type]
+        options: QdrantOptions = {"optimize_every": None} if name == OPTIMIZED else {}
+        qs = QdrantStore(":memory:" if name == "qdrant-memory" else path, index=index, options=options)  # type: ignore[arg-type]
         dense = qs.with_search(mode="dense")
         peer = _Peer(
             qs,
@@ -266,7 +264,7 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             hybrid=lambda q: qs.search(TARGET, query=q, limit=10),
         )
         if name != "qdrant-memory":
-            peer.reopen = lambda: QdrantStore(path, index=index, optimize_every=where.get("optimize_every"))  # type: ignore[arg-type]
+            peer.reopen = lambda: QdrantStore(path, index=index, options=options)  # type: ignore[arg-type]
             peer.disk = lambda: _disk_usage(path.rglob("*"))
         return peer
     if name == "inmemory":

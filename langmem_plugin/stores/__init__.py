@@ -1,6 +1,7 @@
 """Layer 2: LangGraph ``BaseStore`` implementations, and moving items between any two stores.
 
-- :class:`QdrantStore` (with :class:`QdrantIndexConfig`, :class:`QdrantSearchConfig`):
+- :class:`QdrantStore` (with :class:`QdrantIndexConfig`, :class:`QdrantSearchConfig`,
+  :class:`QdrantOptions`):
   Qdrant's embedded engine at a path, or a Qdrant server by URL. Imported on first use,
   since qdrant-client alone takes about a second to import.
 - :class:`CheckpointerStore`: a store kept in the checkpointer you already run
@@ -17,9 +18,9 @@ from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jso
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 
 if TYPE_CHECKING:
-    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantSearchConfig, QdrantStore
+    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantOptions, QdrantSearchConfig, QdrantStore
 
-_LAZY = frozenset({"QdrantStore", "QdrantIndexConfig", "QdrantSearchConfig"})
+_LAZY = frozenset({"QdrantStore", "QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig"})
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +34,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CheckpointerStore",
     "QdrantIndexConfig",
+    "QdrantOptions",
     "QdrantSearchConfig",
     "QdrantStore",
     "copy_items",
