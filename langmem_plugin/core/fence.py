@@ -45,10 +45,11 @@ PREAMBLE = (
 # format characters (Cf: bidi overrides, zero-width, tag characters), surrogates (Cs),
 # line and paragraph separators (Zl, Zp).
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-# Characters that read as '<' or '>' (fullwidth, small, angle brackets, modifier letters...).
+# Characters that read as '<' or '>' (fullwidth, small, not-less-than, angle brackets, modifier letters...):
+# with them no NFKC/NFKD normalisation of a quoted text holds '<' or '>'.
 _ANGLE_LOOKALIKES = frozenset(
     "<>\u02c2\u02c3\u2039\u203a\u2329\u232a\u27e8\u27e9\u3008\u3009\u276c\u276d\u2770\u2771"
-    "\ufe64\ufe65\uff1c\uff1e\u1438\u1433"
+    "\ufe64\ufe65\uff1c\uff1e\u1438\u1433\u226e\u226f"
 )
 # JSON with ensure_ascii=False already escapes '"', '\\' and U+0000-U+001F; anything that is not
 # printable ASCII is looked at once per distinct character.
