@@ -13,8 +13,10 @@ The tree::
     │   ├── StoreConfigMismatchError          a store reopened with another config than it was written with
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
     ├── InvalidNamespaceError (langgraph.store.base.InvalidNamespaceError, a ValueError)
+    │                                         so ``except`` of either class catches it
     ├── InvalidRecordError (ValueError)       a memory record field is invalid
-    ├── InvalidValueError (ValueError)        a store value is not a JSON object, or is too large
+    ├── InvalidValueError (ValueError)        a store value that is not a JSON object, too large or too deep;
+    │                                         a key that is not a str; text that is not valid Unicode
     ├── InvalidFilterError (ValueError)       an unknown filter operator or a bad operand
     ├── MemoryNotFoundError (KeyError)        no memory with that id in the caller's compartments
     ├── MemoryLimitError (ValueError)         a compartment is full, or a memory is too long for it
@@ -89,7 +91,10 @@ class UnknownEmbeddingsError(ConfigurationError):
 
 
 class InvalidNamespaceError(LangMemPluginError, _LangGraphInvalidNamespaceError):
-    """A namespace LangGraph's rules reject (also a ``langgraph.store.base.InvalidNamespaceError``)."""
+    """A namespace LangGraph's rules reject, or with a label that is not valid Unicode text.
+
+    Also a ``langgraph.store.base.InvalidNamespaceError``: ``except`` of either class catches it.
+    """
 
 
 class InvalidRecordError(LangMemPluginError, ValueError):
@@ -107,7 +112,9 @@ class InvalidRecordError(LangMemPluginError, ValueError):
 
 
 class InvalidValueError(LangMemPluginError, ValueError):
-    """A store value that is not a JSON object of JSON values, or is larger than the limit."""
+    """A write a store refuses: a value that is not a JSON object of JSON values, larger or deeper than
+    the limits (``stores._common.MAX_VALUE_BYTES``, ``MAX_VALUE_DEPTH``), holding text that is not valid
+    Unicode (a lone surrogate); or an item key that is not a ``str``. Nothing of the write is stored."""
 
 
 class InvalidFilterError(LangMemPluginError, ValueError):

@@ -185,8 +185,8 @@ def test_categories_and_clear(run: Runner, store: InMemoryStore, scope: Scope) -
     removed = run(clear_plan(scope, layout, "user", category="project/rockbot"))
     assert sorted(m.record.content for m in removed) == ["a", "b"]
     assert run(categories_plan(scope, layout, compartments=["user"])) == {"project": 1, "project/other": 1}
-    assert run(clear_plan(scope, layout, "session"))
-    assert run(clear_plan(scope, layout, "session")) == []
+    assert run(clear_plan(scope, layout, "session", everything=True))
+    assert run(clear_plan(scope, layout, "session", everything=True)) == []
 
 
 def test_one_users_memory_is_invisible_to_another(run: Runner, scope: Scope) -> None:

@@ -171,7 +171,9 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
     planted_id = saved.content.split()[2]
     assert store.get(("memories", "user", "alice"), planted_id) is not None
     # ToolNode runs one message's calls concurrently: clear in a turn of its own
-    clear = _calls(("clear_memory", {"compartment": "user", "user_id": "bob", "namespace": list(BOB_NS)}))
+    clear = _calls(
+        ("clear_memory", {"compartment": "user", "all": True, "user_id": "bob", "namespace": list(BOB_NS)})
+    )
     cleared = _results(graph.invoke({"messages": [clear]}, ALICE))[-1]
     assert cleared.content.startswith("Removed 1 memories from user memory")
     assert "planted" in cleared.content

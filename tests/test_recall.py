@@ -158,7 +158,7 @@ def test_hostile_memory_cannot_close_the_fence_or_pose_as_instructions(run: Runn
     )
     assert sum(line.startswith("[plan]") for line in lines) == 1
     entry = next(line for line in lines if "I like tea" in line)
-    assert json.loads(entry[entry.index('"') :]) == hostile  # the content survives, quoted
+    assert json.loads(entry[entry.index(') "') + 2 :]) == hostile  # the content survives, quoted
     assert quote("a<b>c") == '"a\\u003cb\\u003ec"'
 
 

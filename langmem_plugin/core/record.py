@@ -37,6 +37,7 @@ __all__ = [
     "MAX_TAGS",
     "MemoryKind",
     "MemoryRecord",
+    "text_problem",
     "utc_now",
     "validate_category",
 ]
@@ -54,6 +55,33 @@ _CATEGORY_RULE = (
     "a path of segments of letters, digits, '_' or '-' joined by '/', e.g. 'project/rockbot' "
     "(no leading or trailing '/', no empty segment, no '..')"
 )
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as UTF-8 text, or ``None`` when it can.
+
+    The one text rule of every write: a memory record's fields, and (in
+    ``langmem_plugin.stores``) every key, namespace label and string of a stored value.
+    A lone surrogate (``"\\ud800"``, as a bad decode or ``json.loads`` of ``"\\\\ud800"`` makes)
+    cannot be encoded, so a store would fail on it half-way through a write.
+
+    >>> text_problem("ok") is None, text_problem("bad \\ud800")
+    (True, "holds a lone surrogate '\\\\ud800' at index 4 (not valid Unicode text)")
+    """
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"holds a lone surrogate {found.group()!r} at index {found.start()} (not valid Unicode text)"
+
+
+def _check_text(value: str, what: str = "") -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(f"{what}{problem}; remove or replace the character")
+    return value
 
 
 def utc_now() -> datetime:
@@ -140,7 +168,7 @@ class MemoryRecord(BaseModel):
             raise ValueError(
                 f"is {len(value)} characters, more than the limit of {limit}; shorten it or split it in parts"
             )
-        return value
+        return _check_text(value)
 
     @field_validator("category", mode="before")
     @classmethod
@@ -165,6 +193,7 @@ class MemoryRecord(BaseModel):
             tag = tag.strip()
             if len(tag) > _MAX_TAG_CHARS:
                 raise ValueError(f"tag {tag[:20]!r}... is longer than {_MAX_TAG_CHARS} characters")
+            _check_text(tag, f"tag {tag!r} ")
             if tag not in tags:
                 tags.append(tag)
         if len(tags) > MAX_TAGS:
@@ -188,8 +217,19 @@ class MemoryRecord(BaseModel):
                 raise ValueError(f"value of {key!r} must be a string, got {item!r}")
             if len(item) > _MAX_METADATA_CHARS:
                 raise ValueError(f"value of {key!r} is longer than {_MAX_METADATA_CHARS} characters")
+            _check_text(key, f"key {key!r} ")
+            _check_text(item, f"value of {key!r} ")
             out[key] = item
         return out
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"must be text or None, got {type(value).__name__}")
+        return _check_text(value)
 
     @field_validator("priority", mode="before")
     @classmethod

@@ -18,6 +18,13 @@ namespace may hold, and the most characters one memory's content may have.
 Going over either raises :class:`~langmem_plugin.errors.MemoryLimitError`
 naming the compartment, the limit and the fix.
 
+A store has no "put if fewer than N" operation, so the item limit is a count
+followed by a put. Writers that add memories hold :func:`room_held` (or
+:func:`aroom_held`) around the two, one lock per (store, namespace): within one
+process, 8 threads filling a compartment limited to 20 store exactly 20.
+Across processes sharing one store the lock does not reach: the limit can be
+overshot by about one item per concurrent writer process.
+
 >>> from langmem_plugin.core.scope import Scope
 >>> layout = MemoryLayout()
 >>> layout.namespace("user", Scope(user_id="u1"))
@@ -30,11 +37,17 @@ naming the compartment, the limit and the fix.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+
+from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
 from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError
@@ -47,7 +60,10 @@ __all__ = [
     "CompartmentLimits",
     "MemoryLayout",
     "add_run_note",
+    "aroom_held",
     "parse_compartment",
+    "room_held",
+    "room_lock",
 ]
 
 
@@ -221,3 +237,42 @@ def add_run_note(notes: Sequence[str] | None, note: str, *, layout: MemoryLayout
     layout.check_content(Compartment.RUN, note)
     layout.check_room(Compartment.RUN, len(current))
     return [*current, note]
+
+
+_room_locks: weakref.WeakKeyDictionary[BaseStore, dict[tuple[str, ...], threading.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+_room_locks_guard = threading.Lock()
+
+
+def room_lock(store: BaseStore, namespace: Sequence[str]) -> threading.Lock:
+    """The lock that makes count-then-put in ``namespace`` of ``store`` atomic in this process."""
+    with _room_locks_guard:
+        locks = _room_locks.setdefault(store, {})
+        return locks.setdefault(tuple(namespace), threading.Lock())
+
+
+@contextmanager
+def room_held(store: BaseStore, namespace: Sequence[str]) -> Iterator[None]:
+    """Hold :func:`room_lock` around a count of ``namespace`` and the put that adds to it (threads)."""
+    with room_lock(store, namespace):
+        yield
+
+
+@asynccontextmanager
+async def aroom_held(
+    store: BaseStore, namespace: Sequence[str], *, poll: float = 0.002
+) -> AsyncIterator[None]:
+    """:func:`room_held` for coroutines: waits without blocking the event loop.
+
+    The lock is the same one threads take, so sync and async writers exclude each other.
+    """
+    lock = room_lock(store, namespace)
+    # Threads hold this lock too, so no asyncio primitive can wait for it; a thread waiting in
+    # acquire() would keep the lock after a cancellation. Polling is safe under cancellation.
+    while not lock.acquire(blocking=False):  # noqa: ASYNC110
+        await asyncio.sleep(poll)
+    try:
+        yield
+    finally:
+        lock.release()

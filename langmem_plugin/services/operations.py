@@ -36,7 +36,7 @@ from typing import Any
 
 from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
 
-from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.record import CATEGORY_PATTERN, MemoryKind, MemoryRecord, text_problem
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, InvalidRecordError, MemoryNotFoundError
 from langmem_plugin.services.layout import (
@@ -194,6 +194,24 @@ def _clean_category(category: str | None) -> str | None:
     return category or None
 
 
+def _category_filter(category: str | None, *, omit: str) -> str | None:
+    """A category that narrows a read or a clear: ``None``, or a valid category path.
+
+    Never normalised to "no filter": ``"/"``, ``"//"``, ``""``, ``"a//b"``, ``"../x"``, ``"a b"``
+    and a NUL are errors, so a clear can never widen to the whole compartment by accident.
+    """
+    if category is None:
+        return None
+    text = category.strip() if isinstance(category, str) else category
+    if not isinstance(text, str) or not CATEGORY_PATTERN.fullmatch(text):
+        raise InvalidFilterError(
+            f"category {category!r} is not a category path: use segments of letters, digits, '_' or '-' "
+            f"joined by '/', e.g. 'project/rockbot' (no leading or trailing '/', no empty segment, no "
+            f"spaces). {omit}"
+        )
+    return text
+
+
 def _clean_tags(tags: Sequence[str] | str | None) -> list[str] | None:
     if tags is None:
         return None
@@ -337,11 +355,13 @@ def search_plan(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
         raise InvalidFilterError(f"limit must be a whole number from 1 to 100, got {limit!r}")
     chosen = _compartments(compartments)
-    category = _clean_category(category)
+    category = _category_filter(category, omit="Omit category to search every category.")
     tag_list = _clean_tags(tags)
     lower = parse_when(since, name="since")
     upper = parse_when(until, name="until", end=True)
     query = query.strip() if isinstance(query, str) and query.strip() else None
+    if query is not None and (problem := text_problem(query)) is not None:
+        raise InvalidFilterError(f"the query {problem}; remove or replace the character")
     filtered = bool(category or tag_list or lower or upper or kinds)
     namespaces = [(c, layout.namespace(c, scope)) for c in chosen]
     memories: list[StoredMemory] = []
@@ -491,12 +511,36 @@ def clear_plan(
     category: str | None = None,
     tags: Sequence[str] | str | None = None,
     kinds: Sequence[MemoryKind] | None = None,
+    everything: bool = False,
 ) -> Plan[list[StoredMemory]]:
-    """Delete every memory of ``compartment`` (narrowed by category prefix / tags); returns them."""
+    """Delete the memories of ``compartment`` that match ``category`` (a path prefix), ``tags`` and
+    ``kinds``; returns them.
+
+    Clearing the whole compartment is its own explicit call, ``everything=True`` with no
+    filter: a call with no filter, or with a filter that is not valid (``category="/"``),
+    raises instead of deleting everything.
+
+    Raises:
+        InvalidFilterError: no filter and not ``everything``; ``everything`` with a filter; a
+            category that is not a valid category path.
+    """
     comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+    if not isinstance(everything, bool):
+        raise InvalidFilterError(f"everything must be true or false, got {everything!r}")
     namespace = layout.namespace(comp, scope)
-    category = _clean_category(category)
+    to_clear_all = f"To clear the whole {comp.value} compartment, pass all=true and no category or tags."
+    category = _category_filter(category, omit=to_clear_all)
     tag_list = _clean_tags(tags)
+    narrowed = bool(category or tag_list or kinds)
+    if everything and narrowed:
+        raise InvalidFilterError(
+            "clear_memory got all=true together with a category, tags or kinds: pass either all=true "
+            "(the whole compartment) or the filter (only what matches), not both."
+        )
+    if not everything and not narrowed:
+        raise InvalidFilterError(
+            f"clear_memory needs a category or tags that say what to delete. {to_clear_all}"
+        )
     items = yield from list_plan(namespace)
     removed = [
         m

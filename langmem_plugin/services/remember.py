@@ -17,24 +17,33 @@ A write never raises into the caller's run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import hashlib
 import logging
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, Op, PutOp
 
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, MemoryLayout, parse_compartment
+from langmem_plugin.services.layout import (
+    STORED_COMPARTMENTS,
+    Compartment,
+    MemoryLayout,
+    aroom_held,
+    parse_compartment,
+    room_held,
+)
 from langmem_plugin.services.operations import INDEX_FIELDS, count_plan, list_plan, to_stored, write_plan
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.store_steps import Pause, StoreSteps, arun_batch, run_batch
 
 __all__ = [
     "EPISODE_CATEGORY",
@@ -202,11 +211,16 @@ class FailedWrite:
     store: BaseStore
     make_steps: Callable[[], StoreSteps[Any]]
     attempts: int = 0
+    rooms: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
 class EpisodeWriter:
     """Runs memory writes inline or in the background, with retries; never raises into the run.
+
+    A write names the namespaces it adds to (``rooms``): it holds their count-then-put lock
+    (:func:`~langmem_plugin.services.layout.room_held`) so a compartment's item limit holds
+    when many writers fill it at once (in this process).
 
     Attributes:
         background: run writes in a worker thread (for sync and async callers).
@@ -228,60 +242,80 @@ class EpisodeWriter:
         """A writer with ``config``'s mode and retry settings."""
         return cls(background=config.background, retries=config.retries, retry_delay=config.retry_delay)
 
-    def _delay(self, attempt: int) -> float:
-        return float(self.retry_delay * 2**attempt)
-
-    def _give_up(
-        self, what: str, error: BaseException, store: BaseStore, make: Callable[[], StoreSteps[Any]]
-    ) -> None:
+    def _attempts(self, write: FailedWrite) -> Generator[Sequence[Op] | Pause, Any, bool]:
+        """The write with its retries, as steps: one implementation for the sync and async paths."""
+        for attempt in range(self.retries + 1):
+            try:
+                yield from write.make_steps()
+                return True
+            except Exception as exc:  # a failed write must not break the run: log, retry, keep
+                logger.warning("memory write %r failed (attempt %d): %r", write.what, attempt + 1, exc)
+                write.error, write.attempts = exc, attempt + 1
+                if attempt < self.retries:
+                    yield Pause(float(self.retry_delay * 2**attempt))
         logger.error(
             "memory write %r failed after %d attempts and is kept in EpisodeWriter.failed: %r",
-            what,
-            self.retries + 1,
-            error,
+            write.what,
+            write.attempts,
+            write.error,
         )
         with self._lock:
-            self.failed.append(FailedWrite(what, error, store, make, self.retries + 1))
+            self.failed.append(write)
+        return False
 
-    def _run_sync(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> bool:
-        for attempt in range(self.retries + 1):
-            try:
-                execute(store, make())
-                return True
-            except Exception as exc:  # a failed write must not break the run: log, retry, keep
-                logger.warning("memory write %r failed (attempt %d): %r", what, attempt + 1, exc)
-                if attempt == self.retries:
-                    self._give_up(what, exc, store, make)
-                    return False
-                time.sleep(self._delay(attempt))
-        return False  # pragma: no cover
+    def _run_sync(self, write: FailedWrite) -> bool:
+        with contextlib.ExitStack() as held:
+            for room in sorted(write.rooms):
+                held.enter_context(room_held(write.store, room))
+            return run_steps(self._attempts(write), functools.partial(run_batch, write.store))
 
-    async def _run_async(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> bool:
-        for attempt in range(self.retries + 1):
-            try:
-                await aexecute(store, make())
-                return True
-            except Exception as exc:  # a failed write must not break the run: log, retry, keep
-                logger.warning("memory write %r failed (attempt %d): %r", what, attempt + 1, exc)
-                if attempt == self.retries:
-                    self._give_up(what, exc, store, make)
-                    return False
-                await asyncio.sleep(self._delay(attempt))
-        return False  # pragma: no cover
+    async def _run_async(self, write: FailedWrite) -> bool:
+        async with contextlib.AsyncExitStack() as held:
+            for room in sorted(write.rooms):
+                await held.enter_async_context(aroom_held(write.store, room))
+            return await arun_steps(self._attempts(write), functools.partial(arun_batch, write.store))
 
-    def submit(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> None:
-        """Write now (inline) or in the worker thread (background); never raises."""
+    @staticmethod
+    def _write(
+        store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str, rooms: Sequence[tuple[str, ...]]
+    ) -> FailedWrite:
+        return FailedWrite(what, RuntimeError("not run yet"), store, make, 0, tuple(rooms))
+
+    def submit(
+        self,
+        store: BaseStore,
+        make: Callable[[], StoreSteps[Any]],
+        what: str,
+        *,
+        rooms: Sequence[tuple[str, ...]] = (),
+    ) -> None:
+        """Write now (inline) or in the worker thread (background); never raises.
+
+        Args:
+            store: where to write.
+            make: makes the write's steps (anew for each attempt).
+            what: how the write is named in logs and in :attr:`failed`.
+            rooms: the namespaces the write adds items to (their item limits are held).
+        """
+        write = self._write(store, make, what, rooms)
         if not self.background:
-            self._run_sync(store, make, what)
+            self._run_sync(write)
             return
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-remember")
-            future = self._executor.submit(self._run_sync, store, make, what)
+            future = self._executor.submit(self._run_sync, write)
             self._futures.add(future)
         future.add_done_callback(self._futures.discard)
 
-    async def asubmit(self, store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str) -> None:
+    async def asubmit(
+        self,
+        store: BaseStore,
+        make: Callable[[], StoreSteps[Any]],
+        what: str,
+        *,
+        rooms: Sequence[tuple[str, ...]] = (),
+    ) -> None:
         """Write now with the store's async API (inline), or hand it to the worker thread (background).
 
         Background writes run in the worker thread in both cases, so a write outlives the
@@ -289,9 +323,9 @@ class EpisodeWriter:
         cancel it); never raises.
         """
         if not self.background:
-            await self._run_async(store, make, what)
+            await self._run_async(self._write(store, make, what, rooms))
             return
-        self.submit(store, make, what)
+        self.submit(store, make, what, rooms=rooms)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until the background thread has finished every write submitted so far."""
@@ -311,19 +345,13 @@ class EpisodeWriter:
         """Try every failed write again (inline, with retries); returns how many succeeded."""
         with self._lock:
             pending, self.failed = self.failed, []
-        done = 0
-        for write in pending:
-            done += self._run_sync(write.store, write.make_steps, write.what)
-        return done
+        return sum(self._run_sync(write) for write in pending)
 
     async def aretry_failed(self) -> int:
         """Async :meth:`retry_failed`."""
         with self._lock:
             pending, self.failed = self.failed, []
-        done = 0
-        for write in pending:
-            done += await self._run_async(write.store, write.make_steps, write.what)
-        return done
+        return sum([await self._run_async(write) for write in pending])
 
     def close(self) -> None:
         """Finish background writes and stop the worker thread."""

@@ -25,16 +25,20 @@ the services make.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
+import time
 import weakref
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Op, PutOp
 
 from langmem_plugin.core.steps import arun_steps, run_steps
 
-__all__ = ["StoreSteps", "aexecute", "execute", "watch_writes"]
+__all__ = ["Pause", "StoreSteps", "aexecute", "arun_batch", "execute", "run_batch", "watch_writes"]
 
 T = TypeVar("T")
 
@@ -74,23 +78,38 @@ def _written(store: BaseStore, ops: Sequence[Op]) -> None:
                 watcher(puts)
 
 
+@dataclass(frozen=True)
+class Pause:
+    """A request to wait ``seconds`` (``time.sleep`` on the sync path, ``asyncio.sleep`` on the async one)."""
+
+    seconds: float
+
+
+def run_batch(store: BaseStore, request: Sequence[Op] | Pause) -> list[Any] | None:
+    """Carry out one request of store steps with the store's sync API."""
+    if isinstance(request, Pause):
+        time.sleep(request.seconds)
+        return None
+    results = store.batch(request) if request else []
+    _written(store, request)
+    return results
+
+
+async def arun_batch(store: BaseStore, request: Sequence[Op] | Pause) -> list[Any] | None:
+    """Carry out one request of store steps with the store's async API."""
+    if isinstance(request, Pause):
+        await asyncio.sleep(request.seconds)
+        return None
+    results = await store.abatch(request) if request else []
+    _written(store, request)
+    return results
+
+
 def execute(store: BaseStore, steps: StoreSteps[T]) -> T:
     """Run ``steps`` against ``store`` with the store's sync ``batch``."""
-
-    def do(ops: Sequence[Op]) -> list[Any]:
-        results = store.batch(ops) if ops else []
-        _written(store, ops)
-        return results
-
-    return run_steps(steps, do)
+    return run_steps(steps, functools.partial(run_batch, store))
 
 
 async def aexecute(store: BaseStore, steps: StoreSteps[T]) -> T:
     """Run ``steps`` against ``store`` with the store's async ``abatch``."""
-
-    async def do(ops: Sequence[Op]) -> list[Any]:
-        results = await store.abatch(ops) if ops else []
-        _written(store, ops)
-        return results
-
-    return await arun_steps(steps, do)
+    return await arun_steps(steps, functools.partial(arun_batch, store))

@@ -24,6 +24,7 @@ methods only choose the driver (:func:`~langmem_plugin.services.store_steps.exec
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import ScopeError
 >>> from langmem_plugin.services.remember import RememberConfig
 >>> turn = MemoryTurn(remember=RememberConfig(compartments=("session", "user")))
 >>> store = InMemoryStore()
@@ -47,6 +48,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
 from langmem_plugin.services.remember import (
@@ -103,6 +105,7 @@ class EpisodeWrite:
 
     make_steps: Callable[[], StoreSteps[Any]]
     stored: dict[str, Any]
+    rooms: tuple[tuple[str, ...], ...] = ()
 
     @property
     def what(self) -> str:
@@ -250,7 +253,11 @@ class MemoryTurn:
             "compartments": [c.value for c in compartments],
             "mode": "background" if self.writer.background else "inline",
         }
-        return EpisodeWrite(make, stored)
+        try:
+            rooms = tuple(layout.namespace(c, scope) for c in compartments)
+        except ScopeError:  # the write itself fails, is logged and kept by the writer
+            rooms = ()
+        return EpisodeWrite(make, stored, rooms)
 
     def _finished(self, state: Any) -> bool:
         messages = state_value(state, self.keys.messages) or []
@@ -284,7 +291,7 @@ class MemoryTurn:
             return None
         write, update = after
         if write is not None:
-            self.writer.submit(store, write.make_steps, write.what)
+            self.writer.submit(store, write.make_steps, write.what, rooms=write.rooms)
         return update
 
     async def aafter_model(
@@ -296,5 +303,5 @@ class MemoryTurn:
             return None
         write, update = after
         if write is not None:
-            await self.writer.asubmit(store, write.make_steps, write.what)
+            await self.writer.asubmit(store, write.make_steps, write.what, rooms=write.rooms)
         return update

@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationError
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import (
@@ -33,10 +33,18 @@ from langmem_plugin.errors import (
     ConfigurationError,
     InvalidFilterError,
     InvalidRecordError,
+    InvalidValueError,
     MemoryLimitError,
     MemoryNotFoundError,
 )
-from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
+from langmem_plugin.services.layout import (
+    STORED_COMPARTMENTS,
+    Compartment,
+    MemoryLayout,
+    aroom_held,
+    parse_compartment,
+    room_held,
+)
 from langmem_plugin.services.operations import (
     StoredMemory,
     categories_plan,
@@ -63,7 +71,14 @@ MEMORY_TOOL_NAMES = (
     "clear_memory",
 )
 
-_FIXABLE = (CompartmentError, InvalidFilterError, InvalidRecordError, MemoryLimitError, MemoryNotFoundError)
+_FIXABLE = (
+    CompartmentError,
+    InvalidFilterError,
+    InvalidRecordError,
+    InvalidValueError,
+    MemoryLimitError,
+    MemoryNotFoundError,
+)
 
 
 class SaveMemoryInput(BaseModel):
@@ -73,7 +88,9 @@ class SaveMemoryInput(BaseModel):
     )
     tags: list[str] | None = Field(default=None, description="Free labels.")
     metadata: dict[str, str] | None = Field(default=None, description="String key/value pairs.")
-    priority: int | None = Field(default=None, description="1 (low) to 10 (high); default 5.")
+    priority: StrictInt | None = Field(
+        default=None, description="A whole number, 1 (low) to 10 (high); default 5."
+    )
     compartment: str | None = Field(
         default=None, description="'user' (long-term, across conversations) or 'session' (this conversation)."
     )
@@ -85,7 +102,7 @@ class SearchMemoryInput(BaseModel):
     tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
     since: str | None = Field(default=None, description="Only memories created on/after this ISO date.")
     until: str | None = Field(default=None, description="Only memories created on/before this ISO date.")
-    limit: int = Field(default=5, description="How many to return, 1 to 100.")
+    limit: StrictInt = Field(default=5, description="How many to return, a whole number from 1 to 100.")
 
 
 class MemoryIdInput(BaseModel):
@@ -98,7 +115,7 @@ class UpdateMemoryInput(BaseModel):
     category: str | None = Field(default=None, description="The new category path.")
     tags: list[str] | None = Field(default=None, description="The new tags (replace the old ones).")
     metadata: dict[str, str] | None = Field(default=None, description="The new metadata (replaces the old).")
-    priority: int | None = Field(default=None, description="The new priority, 1 to 10.")
+    priority: StrictInt | None = Field(default=None, description="The new priority, a whole number 1 to 10.")
 
 
 class NoInput(BaseModel):
@@ -109,6 +126,10 @@ class ClearMemoryInput(BaseModel):
     compartment: str = Field(description="'user' or 'session'.")
     category: str | None = Field(default=None, description="Only this category and its sub-categories.")
     tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
+    all: StrictBool = Field(
+        default=False,
+        description="true to delete EVERY memory of the compartment; then give no category and no tags.",
+    )
 
 
 _DESCRIPTIONS = {
@@ -119,8 +140,9 @@ _DESCRIPTIONS = {
     "update_memory": "Change a memory (by id) that is outdated or wrong; pass only the fields to change.",
     "delete_memory": "Delete a memory by its id.",
     "list_categories": "List the categories of saved memories, with how many memories each holds.",
-    "clear_memory": "Delete every memory of a compartment, optionally only one category or tag. "
-    "Irreversible.",
+    "clear_memory": "Delete the memories of a compartment that are in a category (and its sub-categories) "
+    "or carry all the given tags. To delete a whole compartment, call it with all=true and no category "
+    "or tags. Irreversible.",
 }
 
 
@@ -146,6 +168,16 @@ def _where(memory: StoredMemory) -> str:
 
 # Each tool: (args schema, plan builder, answer formatter).
 PlanBuilder = Callable[[_Context, Scope, dict[str, Any]], Plan[Any]]
+
+
+def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[str, ...] | None:
+    """The namespace a tool call adds a memory to when that compartment has an item limit, else None."""
+    if kind != "save_memory":
+        return None
+    comp = parse_compartment(a.get("compartment") or ctx.default_compartment, allowed=ctx.compartments)
+    if comp not in STORED_COMPARTMENTS or ctx.layout.limits_for(comp).max_items is None:
+        return None
+    return ctx.layout.namespace(comp, scope)
 
 
 def _save_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
@@ -240,7 +272,14 @@ def _categories_answer(counts: dict[str, int]) -> str:
 
 def _clear_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
     comp = parse_compartment(a["compartment"], allowed=ctx.compartments)
-    return clear_plan(scope, ctx.layout, comp, category=a.get("category"), tags=a.get("tags"))
+    return clear_plan(
+        scope,
+        ctx.layout,
+        comp,
+        category=a.get("category"),
+        tags=a.get("tags"),
+        everything=a.get("all") is True,
+    )
 
 
 def _clear_answer(removed: list[StoredMemory]) -> str:
@@ -278,17 +317,29 @@ def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> Structu
     def args_of(kwargs: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in kwargs.items() if k in fields}
 
+    # A save counts the compartment, then puts: the pair runs under the (store, namespace) lock,
+    # so concurrent saves in this process never overshoot the compartment's item limit.
     def run(config: RunnableConfig, **kwargs: Any) -> str:
         scope, store = ctx.resolve(config)
+        args = args_of(kwargs)
         try:
-            return answer(execute(store, build(ctx, scope, args_of(kwargs))))
+            room = _room(ctx, scope, kind, args)
+            if room is None:
+                return answer(execute(store, build(ctx, scope, args)))
+            with room_held(store, room):
+                return answer(execute(store, build(ctx, scope, args)))
         except _FIXABLE as exc:
             raise ToolException(f"Error: {exc}") from exc
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> str:
         scope, store = ctx.resolve(config)
+        args = args_of(kwargs)
         try:
-            return answer(await aexecute(store, build(ctx, scope, args_of(kwargs))))
+            room = _room(ctx, scope, kind, args)
+            if room is None:
+                return answer(await aexecute(store, build(ctx, scope, args)))
+            async with aroom_held(store, room):
+                return answer(await aexecute(store, build(ctx, scope, args)))
         except _FIXABLE as exc:
             raise ToolException(f"Error: {exc}") from exc
 

@@ -22,13 +22,13 @@ from typing import Any, Literal, TypeVar, cast
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Item, Op, Result, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
-from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._common import CheckedStore, Clock, TTLSettings, TTLSweeper, utc_clock
 from langmem_plugin.stores.checkpointer import _history
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
 from langmem_plugin.stores.checkpointer._entries import Mode
@@ -56,7 +56,7 @@ class CheckpointerIndexConfig(IndexConfig, total=False):
     """``"semantic"`` (default with ``embed``), ``"lexical"`` (BM25 over ``fields``) or ``"hybrid"``."""
 
 
-class CheckpointerStore(BaseStore):
+class CheckpointerStore(CheckedStore):
     """A ``BaseStore`` kept in a LangGraph checkpointer, with history (see the package docstring).
 
     Args:

@@ -13,12 +13,12 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.stores._common import TTLSweeper, validate_namespace
+from langmem_plugin.stores._common import CheckedStore, TTLSweeper, validate_namespace
 from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores.qdrant._batch import run_batch
 from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
@@ -41,7 +41,7 @@ __all__ = ["QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig", "QdrantSt
 MEMORY = ":memory:"
 
 
-class QdrantStore(BaseStore):
+class QdrantStore(CheckedStore):
     """A LangGraph ``BaseStore`` on Qdrant, with hybrid (dense + BM25) search, filters, TTL and export.
 
     Where the data lives — give exactly one of:
