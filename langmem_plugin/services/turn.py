@@ -24,7 +24,6 @@ methods only choose the driver (:func:`~langmem_plugin.services.store_steps.exec
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
-from langmem_plugin.errors import ScopeError
 >>> from langmem_plugin.services.remember import RememberConfig
 >>> turn = MemoryTurn(remember=RememberConfig(compartments=("session", "user")))
 >>> store = InMemoryStore()
