@@ -39,24 +39,11 @@ from langgraph.store.base import Item
 
 from langmem_plugin.bench.locomo_salience import memory_salience
 from langmem_plugin.core.lexical import BM25Encoder
+from langmem_plugin.services.retrieval import field_text
 
 __all__ = ["MentionLift", "PeriodLift", "SalienceLift", "query_period"]
 
 _TERM_CACHE = 10_000  # distinct values whose BM25 terms are remembered
-
-
-def _text_at(value: Mapping[str, Any], path: str) -> str:
-    """The text at a dot path into ``value`` (a string, or a list of strings joined); "" if none."""
-    node: Any = value
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return ""
-        node = node[part]
-    if isinstance(node, str):
-        return node
-    if isinstance(node, list | tuple):
-        return " ".join(x for x in node if isinstance(x, str))
-    return ""
 
 
 @dataclass(frozen=True)
@@ -73,7 +60,7 @@ class MentionLift:
     _terms: dict[str, frozenset[int]] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def feature(self, item: Item) -> frozenset[int]:
-        named = _text_at(item.value, self.path)
+        named = field_text(item.value, self.path)
         if not named:
             return frozenset()
         terms = self._terms.get(named)
@@ -107,7 +94,7 @@ class PeriodLift:
 
     def feature(self, item: Item) -> datetime:
         created = item.created_at
-        if self.path and (stamp := _text_at(item.value, self.path)):
+        if self.path and (stamp := field_text(item.value, self.path)):
             with contextlib.suppress(ValueError):
                 created = datetime.fromisoformat(stamp)
         return created if created.tzinfo is not None else created.replace(tzinfo=UTC)

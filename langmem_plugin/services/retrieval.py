@@ -75,7 +75,7 @@ from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute, watch_writes
 
-__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
+__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem", "field_text"]
 
 RetrievalMode = Literal["hybrid", "dense", "lexical"]
 _MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -257,7 +257,12 @@ def _path_parts(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
 
 
-def _field_text(value: Mapping[str, Any], path: str) -> str:
+def field_text(value: Mapping[str, Any], path: str) -> str:
+    """The text at a dot path into ``value``: a string, or a list of strings joined; ``""`` if none.
+
+    >>> field_text({"metadata": {"speaker": "Sam"}}, "metadata.speaker")
+    'Sam'
+    """
     node: Any = value
     for part in _path_parts(path):
         if not isinstance(node, dict | Mapping) or part not in node:
@@ -419,7 +424,7 @@ class HybridRetriever:
     # ------------------------------------------------------------------ the logic (no I/O)
 
     def _lexical_text(self, value: Mapping[str, Any]) -> str:
-        return "\n".join(t for t in (_field_text(value, p) for p in self.config.lexical_fields) if t)
+        return "\n".join(t for t in (field_text(value, p) for p in self.config.lexical_fields) if t)
 
     def _build(self, prefix: Namespace, items: Iterable[Item]) -> _Lexical:
         lexical = _Lexical(BM25Index(self._encoder))
@@ -602,8 +607,8 @@ class HybridRetriever:
         value = item.value
         neighbours: tuple[_DocKey, ...] = ()
         if config.neighbours_field:
-            neighbours = tuple((doc[0], k) for k in _field_text(value, config.neighbours_field).split())
-        group = _field_text(value, config.group_field) if config.group_field else ""
+            neighbours = tuple((doc[0], k) for k in field_text(value, config.neighbours_field).split())
+        group = field_text(value, config.group_field) if config.group_field else ""
         group_key = (doc[0], group) if group else None
         return _Features(neighbours, group_key, tuple(lift.feature(item) for lift in config.lifts))
 
