@@ -31,7 +31,7 @@ from langmem_plugin.errors import (
     LangMemPluginError,
 )
 from langmem_plugin.services import MemoryLayout, execute, save_plan
-from langmem_plugin.stores._common import (
+from langmem_plugin.stores._validation import (
     MAX_VALUE_DEPTH,
     CheckedStore,
     validate_key,

@@ -8,18 +8,20 @@ from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, 
 
 from langmem_plugin.errors import InvalidFilterError, InvalidNamespaceError, InvalidValueError
 from langmem_plugin.stores._common import (
-    MAX_VALUE_BYTES,
     TTLSettings,
     TTLSweeper,
     apply_list_namespaces,
     compile_filter,
     expiry,
-    final_puts,
     index_texts,
     namespace_matches,
     no_query_sort_key,
     parse_filter,
     search_sort_key,
+)
+from langmem_plugin.stores._validation import (
+    MAX_VALUE_BYTES,
+    final_puts,
     validate_namespace,
     validate_op,
     validate_value,

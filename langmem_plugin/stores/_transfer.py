@@ -45,7 +45,8 @@ from typing import IO, Any, Protocol, runtime_checkable
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_plugin.errors import InvalidValueError
-from langmem_plugin.stores._common import utc_clock, validate_namespace, validate_value
+from langmem_plugin.stores._common import utc_clock
+from langmem_plugin.stores._validation import validate_namespace, validate_value
 
 __all__ = [
     "EXPORT_FORMAT",

@@ -28,11 +28,8 @@ from langmem_plugin.stores._common import (
     apply_list_namespaces,
     compile_filter,
     expiry,
-    final_puts,
-    validate_namespace,
-    validate_op,
-    validate_value,
 )
+from langmem_plugin.stores._validation import final_puts, validate_namespace, validate_op, validate_value
 from langmem_plugin.stores.checkpointer._entries import Entry, Mode
 from langmem_plugin.stores.checkpointer._log import (
     Embed,

@@ -18,7 +18,7 @@ from langgraph.store.base import Item, PutOp
 
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError, StoreError
-from langmem_plugin.stores._common import validate_namespace
+from langmem_plugin.stores._validation import validate_namespace
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
 from langmem_plugin.stores.checkpointer._log import (
     Embed,

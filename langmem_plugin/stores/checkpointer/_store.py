@@ -28,7 +28,8 @@ from langgraph.store.base.embed import ensure_embeddings
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
-from langmem_plugin.stores._common import CheckedStore, Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._validation import CheckedStore
 from langmem_plugin.stores.checkpointer import _history
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
 from langmem_plugin.stores.checkpointer._entries import Mode

@@ -25,13 +25,8 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, Op, Pu
 
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import InvalidValueError
-from langmem_plugin.stores._common import (
-    apply_list_namespaces,
-    final_puts,
-    validate_namespace,
-    validate_op,
-    validate_value,
-)
+from langmem_plugin.stores._common import apply_list_namespaces
+from langmem_plugin.stores._validation import final_puts, validate_namespace, validate_op, validate_value
 from langmem_plugin.stores.qdrant._calls import Call, EmbedQueries, Facet, Hit, Retrieve, SetPayload
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import live

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from langmem_plugin.core.steps import Steps
-from langmem_plugin.stores._common import validate_namespace, validate_value
 from langmem_plugin.stores._transfer import StoredItem
+from langmem_plugin.stores._validation import validate_namespace, validate_value
 from langmem_plugin.stores.qdrant._calls import Call, Delete, Scroll
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import Filter, Range, live

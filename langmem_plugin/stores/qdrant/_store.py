@@ -18,8 +18,9 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.stores._common import CheckedStore, TTLSweeper, validate_namespace
+from langmem_plugin.stores._common import TTLSweeper
 from langmem_plugin.stores._transfer import StoredItem
+from langmem_plugin.stores._validation import CheckedStore, validate_namespace
 from langmem_plugin.stores.qdrant._batch import run_batch
 from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
 from langmem_plugin.stores.qdrant._config import (
