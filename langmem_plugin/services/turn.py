@@ -41,15 +41,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
+from langmem_plugin.services.plan import PlanConfig, as_plan
+from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
+from langmem_plugin.services.recall import Recall, RecallConfig, add_section, query_from_state, recall_steps
 from langmem_plugin.services.remember import (
     EpisodeWriter,
     RememberConfig,
@@ -59,7 +62,16 @@ from langmem_plugin.services.remember import (
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.window import trim_window
 
-__all__ = ["DEFAULT_KEYS", "EpisodeWrite", "MemoryTurn", "StateKeys", "WindowConfig", "state_value"]
+__all__ = [
+    "DEFAULT_KEYS",
+    "EpisodeWrite",
+    "MemoryTurn",
+    "PlanConfig",
+    "StateKeys",
+    "StoreWrite",
+    "WindowConfig",
+    "state_value",
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,10 @@ def state_value(state: Any, key: str, default: Any = None) -> Any:
     return getattr(state, key, default)
 
 
+#: A write to submit to the writer: steps made anew for each attempt, and how logs name it.
+StoreWrite: TypeAlias = tuple[Callable[[], StoreSteps[Any]], str]
+
+
 @dataclass(frozen=True)
 class EpisodeWrite:
     """An episode write, ready to submit: steps made anew for each attempt, and what it stores."""
@@ -122,6 +138,8 @@ class MemoryTurn:
         keys: state key names.
         window: how much of the conversation the model sees.
         model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
+        plan: plan mode (the plan's lifetime and archive); ``None``: off. A plan in state is
+            shown to the model either way.
     """
 
     def __init__(
@@ -135,6 +153,7 @@ class MemoryTurn:
         keys: StateKeys = DEFAULT_KEYS,
         window: WindowConfig | None = None,
         model: str | None = None,
+        plan: PlanConfig | None = None,
     ) -> None:
         self.store = store
         self.layout = layout or MemoryLayout()
@@ -144,6 +163,7 @@ class MemoryTurn:
         self.keys = keys
         self.window = window
         self.model = model
+        self.plan_config = plan
         self._retrievers: dict[int, HybridRetriever] = {}
         self._lock = threading.Lock()
 
@@ -168,6 +188,7 @@ class MemoryTurn:
         *,
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
+        query: str | None = None,
     ) -> StoreSteps[Recall]:
         """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``."""
         return recall_steps(
@@ -177,6 +198,7 @@ class MemoryTurn:
             config=self.recall_config,
             plan=plan,
             run_memory=run_memory,
+            query=query,
             retriever=self.retriever_for(store),
         )
 
@@ -199,14 +221,19 @@ class MemoryTurn:
 
     def _before_model_steps(self, state: Any, scope: Scope, store: BaseStore) -> StoreSteps[dict[str, Any]]:
         keys = self.keys
+        messages = state_value(state, keys.messages) or []
+        # The plan's goal joins the query; its section is not part of the memory prompt but
+        # rendered from the state at each model call (system_prompt), so it is never stale.
         recall = yield from self.recall_steps(
             scope,
             store,
-            state_value(state, keys.messages) or [],
-            plan=state_value(state, keys.plan),
+            messages,
+            query=query_from_state(messages, state_value(state, keys.plan)),
             run_memory=state_value(state, keys.run_memory),
         )
-        return {keys.memory_prompt: recall.prompt, keys.memory_context: recall.record()}
+        record = recall.record()
+        record["tokens"]["plan"] = count_tokens(self.plan_section(state), model=self.recall_config.model)
+        return {keys.memory_prompt: recall.prompt, keys.memory_context: record}
 
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
@@ -216,9 +243,20 @@ class MemoryTurn:
         """Async :meth:`before_model`."""
         return await aexecute(store, self._before_model_steps(state, scope, store))
 
+    def plan_section(self, state: Any) -> str:
+        """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan)."""
+        config = self.recall_config
+        return render_plan(state_value(state, self.keys.plan), budget=config.budgets.plan, model=config.model)
+
     def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
-        """The system prompt: ``instructions``, then the memory prompt recall put in state."""
-        parts = [p for p in (instructions, state_value(state, self.keys.memory_prompt)) if p]
+        """The system prompt: ``instructions``, then the memory prompt recall put in state, with the
+        plan section rendered now from the state's plan, inside the same fence.
+
+        Called before every model call, so the plan the model sees is the one in state at that
+        moment (after the plan tools of this run), whatever happened to the messages.
+        """
+        memory = add_section(state_value(state, self.keys.memory_prompt) or "", self.plan_section(state))
+        parts = [p for p in (instructions, memory) if p]
         return "\n\n".join(parts) if parts else None
 
     def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
@@ -257,15 +295,39 @@ class MemoryTurn:
         messages = state_value(state, self.keys.messages) or []
         return bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
 
-    def _after(
-        self, state: Any, scope: Scope, final: bool
-    ) -> tuple[EpisodeWrite | None, dict[str, Any]] | None:
+    def plan_archive(self, state: Any, scope: Scope) -> tuple[StoreWrite | None, dict[str, Any]]:
+        """At the end of a run: the archive write of a completed plan, and the state update that
+        clears the plan (a completed one, or any when its lifetime is the run); ``{}``: keep it."""
+        config = self.plan_config
+        plan = as_plan(state_value(state, self.keys.plan)) if config is not None else None
+        if config is None or plan is None:
+            return None, {}
+        if not plan["is_complete"] and config.lifetime == "session":
+            return None, {}
+        write: StoreWrite | None = None
+        if plan["is_complete"] and config.archive and scope.thread_id:
+            layout, done = self.layout, plan
+
+            def make() -> StoreSteps[Any]:
+                return archive_steps(scope, layout, done)
+
+            write = (make, f"plan {archive_key(plan)}")
+        return write, {self.keys.plan: None}
+
+    def _after(self, state: Any, scope: Scope, final: bool) -> tuple[list[StoreWrite], dict[str, Any]] | None:
         if not final and not self._finished(state):
             return None
-        write = self.episode_write(state_value(state, self.keys.messages) or [], scope)
+        episode = self.episode_write(state_value(state, self.keys.messages) or [], scope)
+        archive, cleared = self.plan_archive(state, scope)
         context = dict(state_value(state, self.keys.memory_context) or {})
-        context["stored"] = write.stored if write else None
-        return write, {self.keys.run_memory: [], self.keys.memory_context: context}
+        context["stored"] = episode.stored if episode else None
+        writes: list[StoreWrite] = []
+        if episode is not None:
+            writes.append((episode.make_steps, episode.what))
+        if archive is not None:
+            writes.append(archive)
+            context["archived_plan"] = archive[1].removeprefix("plan ")
+        return writes, {self.keys.run_memory: [], self.keys.memory_context: context, **cleared}
 
     def after_model(
         self, state: Any, scope: Scope, store: BaseStore, *, final: bool = False
@@ -283,9 +345,9 @@ class MemoryTurn:
         after = self._after(state, scope, final)
         if after is None:
             return None
-        write, update = after
-        if write is not None:
-            self.writer.submit(store, write.make_steps, write.what)
+        writes, update = after
+        for make, what in writes:
+            self.writer.submit(store, make, what)
         return update
 
     async def aafter_model(
@@ -295,7 +357,7 @@ class MemoryTurn:
         after = self._after(state, scope, final)
         if after is None:
             return None
-        write, update = after
-        if write is not None:
-            await self.writer.asubmit(store, write.make_steps, write.what)
+        writes, update = after
+        for make, what in writes:
+            await self.writer.asubmit(store, make, what)
         return update

@@ -33,6 +33,7 @@ from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import Recall, RecallConfig
 from langmem_plugin.services.remember import RememberConfig
 from langmem_plugin.services.retrieval import HybridRetriever
@@ -43,6 +44,7 @@ from langmem_plugin.surfaces.callbacks import (
     MemoryCallbackHandler,
 )
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
+from langmem_plugin.surfaces.plan_tools import create_plan_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 if TYPE_CHECKING:
@@ -98,6 +100,10 @@ class Memory:
         tool_names: rename tools.
         tool_instructions: text added to each tool's description.
         tool_compartments: the compartments the tools may read and write.
+        plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.PlanConfig`) adds
+            the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
+            is rendered into the system prompt at every model call, and a completed plan is
+            archived into session memory when the run ends.
 
     Attributes:
         store: the store every surface uses.
@@ -121,6 +127,7 @@ class Memory:
         tool_names: Mapping[str, str] | None = None,
         tool_instructions: str | None = None,
         tool_compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
+        plan: bool | PlanConfig = False,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -135,6 +142,7 @@ class Memory:
         self.model = model
         self.keys = keys or StateKeys()
         self.window = window
+        self.plan_config = plan if isinstance(plan, PlanConfig) else PlanConfig() if plan else None
         self.turn = MemoryTurn(
             store=self.store,
             layout=self.layout,
@@ -143,6 +151,7 @@ class Memory:
             keys=self.keys,
             window=window,
             model=model,
+            plan=self.plan_config,
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
@@ -172,8 +181,12 @@ class Memory:
 
     @cached_property
     def tools(self) -> list[BaseTool]:
-        """The memory tools: ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``."""
-        return create_memory_tools(store=self.store, layout=self.layout, **self._tool_options)
+        """The memory tools (and the plan tools in plan mode): ``model.bind_tools(memory.tools)``,
+        ``ToolNode(memory.tools)``, ``create_agent(model, tools=memory.tools, ...)``."""
+        tools = create_memory_tools(store=self.store, layout=self.layout, **self._tool_options)
+        if self.plan_config is not None:
+            tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
+        return tools
 
     def model_node(
         self,
