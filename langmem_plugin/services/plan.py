@@ -476,7 +476,10 @@ def as_plan(value: Any) -> Plan | None:
     seen: set[str] = set()
     for i, step in enumerate(steps):  # ids must be unique
         if step["id"] in seen:
-            steps[i] = {**step, "id": f"s{len(steps) + i + 1}"}
+            taken, n = {s["id"] for s in steps} | seen, len(steps)
+            while f"s{n}" in taken:
+                n += 1
+            steps[i] = {**step, "id": f"s{n}"}
         seen.add(steps[i]["id"])
     plan_id = value.get("id")
     completed_at = value.get("completed_at")

@@ -14,7 +14,7 @@
 >>> plan = new_plan("Ship 2.0", [f"step {i}" for i in range(1, 31)], plan_id="p1")
 >>> print(render_plan(plan, budget=60))
 [plan]
-goal: "Ship 2.0" (plan p1, 0 of 30 steps done)
+goal: "Ship 2.0" (0 of 30 steps done)
 - s1 [pending] "step 1"
 - s2 [pending] "step 2"
 - pending later: s3-s30
@@ -47,7 +47,7 @@ def _quote(text: str) -> str:
     # recall imports this module for its plan section: import its quote lazily (core.fence soon)
     from langmem_plugin.services.recall import quote
 
-    return quote(text)
+    return quote(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")  # no line breaks
 
 
 def _ids(ids: list[str]) -> str:
@@ -55,10 +55,10 @@ def _ids(ids: list[str]) -> str:
     runs: list[list[str]] = []
     for step_id in ids:
         last = runs[-1][-1] if runs else ""
-        if last[1:].isdigit() and step_id[1:].isdigit() and last[0] == step_id[0] == "s":
-            if int(step_id[1:]) == int(last[1:]) + 1:
-                runs[-1].append(step_id)
-                continue
+        numbered = last[1:].isdigit() and step_id[1:].isdigit() and last[0] == step_id[0] == "s"
+        if numbered and int(step_id[1:]) == int(last[1:]) + 1:
+            runs[-1].append(step_id)
+            continue
         runs.append([step_id])
     return ", ".join(r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
@@ -79,6 +79,7 @@ class _Detail:
     goal_chars: int | None = None
     step_chars: int | None = None
     show_goal: bool = True
+    folded: bool = True  # lines that stand for collapsed or later steps
 
 
 def _details(plan: Plan) -> Iterator[_Detail]:
@@ -103,6 +104,8 @@ def _details(plan: Plan) -> Iterator[_Detail]:
     yield d
     d = dataclasses.replace(d, pending=0)
     yield d
+    d = dataclasses.replace(d, folded=False)
+    yield d
     for chars in (200, 80, 30):
         d = dataclasses.replace(d, goal_chars=chars, step_chars=chars)
         yield d
@@ -113,10 +116,7 @@ def _lines(plan: Plan, d: _Detail) -> list[str]:
     steps = plan["steps"]
     done = sum(s["status"] == "completed" for s in steps)
     progress = f"{'complete, ' if plan['is_complete'] else ''}{done} of {len(steps)} steps done"
-    if d.show_goal:
-        top = [f"goal: {_quote(_short(plan['goal'], d.goal_chars))} (plan {plan['id']}, {progress})"]
-    else:
-        top = [f"plan {plan['id']} ({progress})"]
+    top = [f"goal: {_quote(_short(plan['goal'], d.goal_chars))} ({progress})" if d.show_goal else progress]
     if plan["is_complete"] and plan["summary"]:
         top.append(f"summary: {_quote(_short(plan['summary'], d.goal_chars))}")
     collapsed: dict[str, list[str]] = {}
@@ -143,6 +143,8 @@ def _lines(plan: Plan, d: _Detail) -> list[str]:
         f"- {status}: " + (f"{len(ids)} steps" if d.counts_only else _ids(ids))
         for status, ids in collapsed.items()
     ]
+    if not d.folded:
+        head, later = [], []
     if later:
         body.append(f"- pending later: {f'{len(later)} steps' if d.counts_only else _ids(later)}")
     notes = plan["notes"]
