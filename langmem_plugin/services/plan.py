@@ -42,7 +42,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypeAlias, TypedDict, cast, get_args
+from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
+
+from typing_extensions import TypedDict  # pydantic (state schemas) needs it before Python 3.12
 
 from langmem_plugin.core.record import utc_now
 from langmem_plugin.errors import ConfigurationError, PlanError

@@ -94,10 +94,6 @@ class CompletePlanInput(BaseModel):
     summary: str | None = Field(default=None, description="What was achieved, in a sentence or two.")
 
 
-class NoInput(BaseModel):
-    pass
-
-
 _DESCRIPTIONS = {
     "create_plan": "Create a plan for a multi-step task: a goal and its steps (ids s1, s2, ...). "
     "Only one plan is active at a time; it stays in the conversation until completed.",
@@ -190,13 +186,9 @@ def _make_tool(name: str, key: str, messages_key: str) -> StructuredTool:
         async def ashow(runtime: ToolRuntime[Any, Any]) -> str:
             return show(runtime)
 
+        # no args_schema: a tool whose schema has no field gets no injected runtime either
         return StructuredTool.from_function(
-            func=show,
-            coroutine=ashow,
-            name=name,
-            description=_DESCRIPTIONS[name],
-            args_schema=NoInput,
-            infer_schema=False,
+            func=show, coroutine=ashow, name=name, description=_DESCRIPTIONS[name]
         )
 
     schema, change = _CHANGES[name]
