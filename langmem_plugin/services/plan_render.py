@@ -37,7 +37,7 @@ from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, count_plan
 from langmem_plugin.services.plan import MAX_TEXT_CHARS, PLAN_CATEGORY, Plan, StepStatus, as_plan
 
-__all__ = ["archive_key", "archive_steps", "plan_prompt_lines", "plan_record", "render_plan"]
+__all__ = ["archive_key", "archive_steps", "plan_progress", "plan_prompt_lines", "plan_record", "render_plan"]
 
 
 # -- the prompt section -----------------------------------------------------------------------
@@ -177,6 +177,27 @@ def plan_prompt_lines(
         if budget is None or count_tokens("\n".join([header, *lines]), model=model) <= budget:
             return lines
     return []
+
+
+def plan_progress(plan: Any) -> str:
+    """One line for a tool's answer: the goal, how many steps are done, the steps in progress
+    or blocked, and the next pending step (the whole plan is in the system prompt)."""
+    found = as_plan(plan)
+    if found is None:
+        return "There is no plan."
+    steps = found["steps"]
+    done = sum(s["status"] == "completed" for s in steps)
+    parts = [f"Plan {_quote(_short(found['goal'], 80))}: {done} of {len(steps)} steps done"]
+    if found["is_complete"]:
+        parts.append("complete")
+    for status in ("in_progress", "blocked"):
+        ids = [s["id"] for s in steps if s["status"] == status]
+        if ids:
+            parts.append(f"{status.replace('_', ' ')}: {_ids(ids)}")
+    upcoming = next((s for s in steps if s["status"] == "pending"), None)
+    if upcoming is not None and not found["is_complete"]:
+        parts.append(f"next: {upcoming['id']} {_quote(_short(upcoming['description'], 80))}")
+    return "; ".join(parts) + "."
 
 
 def render_plan(

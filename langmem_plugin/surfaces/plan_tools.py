@@ -7,7 +7,9 @@ change it by returning ``Command(update={"plan": <patch>, "messages": [ToolMessa
 A patch carries ops with the ids they act on, and the ``plan`` key's reducer
 (:func:`~langmem_plugin.services.plan.plan_reducer`) applies them to the plan as
 it is when merged: two tool calls of one model turn both stick, and no call
-rewrites the whole list. Each answer shows the plan as it is after the call.
+rewrites the whole list. ``create_plan`` and ``get_plan`` answer with the whole
+plan (its step ids); the others with one line of progress, since the turn service
+renders the whole plan into the system prompt before every model call.
 
 What the model can fix — no plan yet, a second active plan, an unknown step id, a
 status transition that is not allowed, an empty text — comes back as an error
@@ -50,7 +52,7 @@ from langmem_plugin.services.plan import (
     new_plan,
     update_step_op,
 )
-from langmem_plugin.services.plan_render import render_plan
+from langmem_plugin.services.plan_render import plan_progress, render_plan
 from langmem_plugin.services.turn import state_value
 
 __all__ = ["PLAN_TOOL_NAMES", "PlanState", "create_plan_tools"]
@@ -201,7 +203,8 @@ def _make_tool(name: str, key: str, messages_key: str) -> StructuredTool:
         except PlanError as exc:  # the model can fix it; nothing changes
             error = ToolMessage(f"Error: {exc}", tool_call_id=call_id, name=name, status="error")
             return Command(update={messages_key: [error]})
-        answer = f"{said}\n{render_plan(plan, header='Current plan:')}"
+        shown = render_plan(plan, header="Current plan:") if name == "create_plan" else plan_progress(plan)
+        answer = f"{said}\n{shown}"
         return Command(
             update={key: update, messages_key: [ToolMessage(answer, tool_call_id=call_id, name=name)]}
         )
