@@ -11,11 +11,19 @@ surface has it.
   to inject (``memory_prompt``) and the record of it (``memory_context``).
   :meth:`MemoryTurn.model_messages` and :meth:`MemoryTurn.system_prompt` say what
   the model sees: the instructions, the memory prompt, the conversation window.
+- **The plan** (``state["plan"]``, :mod:`~langmem_plugin.services.plan`): its goal
+  joins the recall query, but its section is not part of the memory prompt:
+  :meth:`MemoryTurn.system_prompt` renders it from the state it is given, inside the
+  same fence, within ``budgets.plan`` tokens — so every model call (each call of a
+  model node, each ``wrap_model_call`` of the middleware) sees the plan as the plan
+  tools left it, whatever the window or a summarizer did to the messages.
 - **After the model** (:meth:`MemoryTurn.after_model`): when the turn ended with
   an answer, the exchange is written as an episode through the shared
   :class:`~langmem_plugin.services.remember.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
-  run memory and records what was written.
+  run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
+  completed plan is archived into session memory (kind ``plan``) through the same
+  writer and cleared from state; a plan whose lifetime is the run is cleared too.
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services._io.execute` or
