@@ -319,7 +319,7 @@ class MemoryTurn:
             def make() -> StoreSteps[Any]:
                 return archive_steps(scope, layout, done)
 
-            write = (make, f"plan {archive_key(plan)}")
+            write = (make, archive_key(plan))  # the key names the write in logs and in the record
         return write, {self.keys.plan: None}
 
     def _after(self, state: Any, scope: Scope, final: bool) -> tuple[list[StoreWrite], dict[str, Any]] | None:
@@ -334,7 +334,7 @@ class MemoryTurn:
             writes.append((episode.make_steps, episode.what))
         if archive is not None:
             writes.append(archive)
-            context["archived_plan"] = archive[1].removeprefix("plan ")
+            context["archived_plan"] = archive[1]
         return writes, {self.keys.run_memory: [], self.keys.memory_context: context, **cleared}
 
     def after_model(
