@@ -279,7 +279,7 @@ def test_a_completed_plan_is_archived_once_and_found_by_search_memory() -> None:
     graph = graph_of(memory, model, InMemorySaver())
     out = graph.invoke({"messages": [HumanMessage("repaint the door")]}, T1)
     assert out["plan"] is None  # archived, then cleared from state
-    key = out["memory_context"]["archived_plan"]
+    (key,) = out["memory_context"]["archived_plans"]
     assert key.startswith("plan-")
     items = memory.store.search(("memories", "session", "t1"))
     archived = [i for i in items if i.value["kind"] == "plan"]
@@ -289,6 +289,25 @@ def test_a_completed_plan_is_archived_once_and_found_by_search_memory() -> None:
     found = next(m for m in later["messages"] if isinstance(m, ToolMessage) and m.name == "search_memory")
     assert "Plan: Repaint the garage door" in str(found.content)
     assert len([i for i in memory.store.search(("memories", "session", "t1")) if i.key == key]) == 1
+
+
+def test_a_plan_completed_and_replaced_in_one_run_is_archived_too() -> None:
+    memory = _memory()
+    model = ScriptedChatModel(
+        [
+            tool_call("create_plan", goal="First job", steps=["a"]),
+            tool_call("complete_plan", summary="first done"),
+            tool_call("create_plan", goal="Second job", steps=["b"]),
+            "On to the second job.",
+        ]
+    )
+    out = graph_of(memory, model, InMemorySaver()).invoke({"messages": [HumanMessage("go")]}, T1)
+    assert out["plan"]["goal"] == "Second job"
+    assert out["plan"]["finished"] == []
+    (key,) = out["memory_context"]["archived_plans"]
+    archived = memory.store.get(("memories", "session", "t1"), key)
+    assert archived is not None
+    assert archived.value["content"].startswith("Plan: First job")
 
 
 def test_a_run_scoped_plan_is_cleared_when_the_run_ends() -> None:
@@ -403,7 +422,7 @@ async def test_create_agent_middleware_keeps_the_plan(mode: str) -> None:
     errors = [m for m in done["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(errors) == 1
     assert done.get("plan") is None
-    assert done["memory_context"]["archived_plan"] == f"plan-{out['plan']['id']}"
+    assert done["memory_context"]["archived_plans"] == [f"plan-{out['plan']['id']}"]
     archived = memory.store.get(("memories", "session", "t1"), f"plan-{out['plan']['id']}")
     assert archived is not None
     assert archived.value["kind"] == "plan"

@@ -179,6 +179,17 @@ def test_the_reducer_skips_an_op_that_no_longer_applies_and_says_so() -> None:
     assert merged["history"][-1]["text"].startswith("skipped update_step: step s1 cannot go from completed")
 
 
+def test_a_completed_plan_replaced_by_a_new_one_waits_for_the_archive() -> None:
+    done = apply_op(_plan(), complete_op(_plan(), "ok"))
+    second = plan_reducer(done, new_plan("Next", ["x"]))
+    assert second is not None
+    assert [p["id"] for p in second["finished"]] == ["p1"]
+    assert second["finished"][0]["summary"] == "ok"
+    active = plan_reducer(_plan(), new_plan("Next", ["x"]))  # an active plan replaced is not archived
+    assert active is not None
+    assert active["finished"] == []
+
+
 def test_the_reducer_sets_clears_and_reads_what_users_write() -> None:
     plan = _plan()
     assert plan_reducer(plan, None) is None

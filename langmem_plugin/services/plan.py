@@ -103,6 +103,8 @@ MAX_STEP_NOTES = 20
 MAX_TEXT_CHARS = 1000
 #: The most history entries kept (the oldest go first).
 MAX_HISTORY = 100
+#: The most completed plans a plan keeps for the archive (see :attr:`Plan.finished`).
+MAX_FINISHED = 10
 #: The category of archived plans in session memory.
 PLAN_CATEGORY = "plans"
 
@@ -145,6 +147,9 @@ class Plan(TypedDict):
     completed_at: str | None
     is_complete: bool
     summary: str | None
+    finished: list[Plan]
+    """Completed plans this one replaced before they were archived (the turn service archives
+    them when the run ends; at most :data:`MAX_FINISHED`)."""
 
 
 class PlanOp(TypedDict, total=False):
@@ -251,6 +256,7 @@ def new_plan(
         completed_at=None,
         is_complete=False,
         summary=None,
+        finished=[],
     )
 
 
@@ -484,6 +490,8 @@ def as_plan(value: Any) -> Plan | None:
             steps[i] = {**step, "id": f"s{n}"}
         seen.add(steps[i]["id"])
     plan_id = value.get("id")
+    raw = value.get("finished")
+    finished: list[Any] = raw if isinstance(raw, list) else []
     completed_at = value.get("completed_at")
     summary = value.get("summary")
     return Plan(
@@ -497,6 +505,7 @@ def as_plan(value: Any) -> Plan | None:
         completed_at=str(completed_at) if completed_at else None,
         is_complete=bool(value.get("is_complete")),
         summary=_clip(summary) if summary else None,
+        finished=[p for f in finished if (p := as_plan(f)) is not None and p["is_complete"]][-MAX_FINISHED:],
     )
 
 
@@ -520,7 +529,8 @@ def plan_reducer(current: Any, update: Any) -> Plan | None:
     - a :class:`PlanPatch` (``{"ops": [...]}``): each op applied in order to the plan as it
       is now, so updates written in the same step (parallel tool calls) all stick; an op
       that no longer applies is skipped and noted in the plan's ``history``;
-    - a whole :class:`Plan` (or a goal as a string): it becomes the plan;
+    - a whole :class:`Plan` (or a goal as a string): it becomes the plan; a completed plan it
+      replaces is kept in its ``finished`` list until the turn service archives it;
     - ``None``: the plan is cleared.
 
     Raises:
@@ -533,6 +543,11 @@ def plan_reducer(current: Any, update: Any) -> Plan | None:
     if isinstance(update, str | Mapping):
         found = as_plan(update)
         if found is not None:
+            old = as_plan(current)
+            if old is not None and old["is_complete"] and old["id"] != found["id"]:
+                replaced: Plan = {**old, "finished": []}
+                waiting = [*old["finished"], replaced, *found["finished"]]
+                found["finished"] = waiting[-MAX_FINISHED:]  # a new dict from as_plan
             return found
     raise PlanError(
         f"cannot update the plan with {update!r}: write a patch {{'ops': [...]}}, a plan with a goal, "

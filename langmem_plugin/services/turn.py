@@ -58,7 +58,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.plan import PlanConfig, as_plan
+from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
 from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
 from langmem_plugin.services.recall import Recall, RecallConfig, add_section, query_from_state, recall_steps
 from langmem_plugin.services.remember import (
@@ -303,38 +303,41 @@ class MemoryTurn:
         messages = state_value(state, self.keys.messages) or []
         return bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
 
-    def plan_archive(self, state: Any, scope: Scope) -> tuple[StoreWrite | None, dict[str, Any]]:
-        """At the end of a run: the archive write of a completed plan, and the state update that
-        clears the plan (a completed one, or any when its lifetime is the run); ``{}``: keep it."""
+    def plan_archive(self, state: Any, scope: Scope) -> tuple[list[StoreWrite], dict[str, Any]]:
+        """At the end of a run: the archive writes of the completed plans (the plan in state, and
+        those it replaced), and the state update that clears them (and any plan whose lifetime is
+        the run); ``{}``: nothing to change."""
         config = self.plan_config
         plan = as_plan(state_value(state, self.keys.plan)) if config is not None else None
         if config is None or plan is None:
-            return None, {}
-        if not plan["is_complete"] and config.lifetime == "session":
-            return None, {}
-        write: StoreWrite | None = None
-        if plan["is_complete"] and config.archive and scope.thread_id:
-            layout, done = self.layout, plan
+            return [], {}
+        done = [*plan["finished"], *([plan] if plan["is_complete"] else [])]
+        writes: list[StoreWrite] = []
+        if config.archive and scope.thread_id:
+            layout = self.layout
+            for finished in done:
 
-            def make() -> StoreSteps[Any]:
-                return archive_steps(scope, layout, done)
+                def make(finished: Plan = finished) -> StoreSteps[Any]:
+                    return archive_steps(scope, layout, finished)
 
-            write = (make, archive_key(plan))  # the key names the write in logs and in the record
-        return write, {self.keys.plan: None}
+                writes.append((make, archive_key(finished)))  # the key names the write in logs
+        if plan["is_complete"] or config.lifetime == "run":
+            return writes, {self.keys.plan: None}
+        return writes, ({self.keys.plan: {**plan, "finished": []}} if done else {})
 
     def _after(self, state: Any, scope: Scope, final: bool) -> tuple[list[StoreWrite], dict[str, Any]] | None:
         if not final and not self._finished(state):
             return None
         episode = self.episode_write(state_value(state, self.keys.messages) or [], scope)
-        archive, cleared = self.plan_archive(state, scope)
+        archives, cleared = self.plan_archive(state, scope)
         context = dict(state_value(state, self.keys.memory_context) or {})
         context["stored"] = episode.stored if episode else None
         writes: list[StoreWrite] = []
         if episode is not None:
             writes.append((episode.make_steps, episode.what))
-        if archive is not None:
-            writes.append(archive)
-            context["archived_plan"] = archive[1]
+        if archives:
+            writes.extend(archives)
+            context["archived_plans"] = [key for _, key in archives]
         return writes, {self.keys.run_memory: [], self.keys.memory_context: context, **cleared}
 
     def after_model(
