@@ -23,6 +23,7 @@ The tree::
     ├── CompartmentError (ValueError)         an unknown compartment, or one this surface may not use
     ├── MissingDependencyError (ImportError)  an optional extra is not installed
     ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
+    ├── PlanError (ValueError)                a plan change that does not apply (unknown step, bad transition)
     └── StoreError (RuntimeError)             the storage engine failed
         └── StoreLockedError                  another process holds the store's path
 """
@@ -44,6 +45,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MissingDependencyError",
     "OfflineResourceError",
+    "PlanError",
     "ScopeError",
     "StoreConfigMismatchError",
     "StoreError",
@@ -150,6 +152,11 @@ class MissingDependencyError(LangMemPluginError, ImportError):
 
 class OfflineResourceError(LangMemPluginError, RuntimeError):
     """A file that ships with an installed package (token encoding, model) is missing or corrupt."""
+
+
+class PlanError(LangMemPluginError, ValueError):
+    """A change of the agent's plan that does not apply: no plan, an unknown step id, a status
+    transition that is not allowed, a second active plan, a text that is empty or too long."""
 
 
 class StoreError(LangMemPluginError, RuntimeError):

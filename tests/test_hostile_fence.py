@@ -30,7 +30,8 @@ from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, entry, 
 from langmem_plugin.core.record import CATEGORY_PATTERN, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.recall import RecallConfig, TokenBudgets, render_plan_text
+from langmem_plugin.services.plan import as_plan
+from langmem_plugin.services.recall import RecallConfig, TokenBudgets
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces.memory import Memory
 from langmem_plugin.testing import FakeEmbeddings
@@ -192,6 +193,51 @@ def parse_entry(line: str) -> tuple[list[Any], dict[str, Any], str]:
     return positional, named, content
 
 
+_STEP_ID = r"[A-Za-z0-9_-]+"
+_STATUS = r"(?:pending|in_progress|completed|skipped|blocked)"
+_IDS = rf"(?:\d+ steps|{_STEP_ID}(?:-{_STEP_ID})?(?:, {_STEP_ID}(?:-{_STEP_ID})?)*)"
+
+
+def _strings(line: str, at: int, separator: str) -> tuple[list[Any], int]:
+    """JSON strings from ``at``, separated by ``separator``; the index after the last."""
+    values: list[Any] = []
+    while True:
+        value, at = _string_at(line, at)
+        values.append(value)
+        if not line.startswith(separator + '"', at):
+            return values, at
+        at += len(separator)
+
+
+def parse_plan_line(line: str) -> tuple[str, dict[str, Any], list[Any]]:
+    """A line of the plan section → (kind, fields, quoted texts); asserts its grammar.
+
+    Every text a model or a user wrote is a JSON string; everything else is an id, a
+    status or a count from a closed set, so nothing else can reach the line.
+    """
+    if line.startswith(("goal: ", "summary: ")):
+        kind = line.split(":", 1)[0]
+        texts, at = _strings(line, len(kind) + 2, "")
+        rest = line[at:]
+        assert rest == "" or re.fullmatch(r" \((?:complete, )?\d+ of \d+ steps done\)", rest), line
+        return kind, {}, texts
+    if line == "notes:":
+        return "notes", {}, []
+    if m := re.match(rf"- ({_STEP_ID}) \[({_STATUS})\] ", line):
+        texts, at = _strings(line, m.end(), "")
+        if line.startswith(" notes: ", at):
+            notes, at = _strings(line, at + len(" notes: "), "; ")
+            texts += notes
+        assert at == len(line), line
+        return "step", {"id": m.group(1), "status": m.group(2)}, texts
+    if m := re.match(r"- \(([0-9T:-]{0,16}|\?)\) ", line):
+        texts, at = _strings(line, m.end(), "")
+        assert at == len(line), line
+        return "note", {}, texts
+    assert re.fullmatch(rf"- (?:{_STATUS}|pending later): {_IDS}", line), line
+    return "folded", {}, []
+
+
 def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any], str]]]:
     """Assert the fence holds; return the entries of each section, parsed."""
     assert prompt.count(FENCE_OPEN) == 1
@@ -210,11 +256,10 @@ def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any],
             assert line not in sections, f"section {line} twice"
             current = line
             sections[current] = []
-        elif line.startswith("goal: "):
-            assert current == "[plan]"
-            goal, end = _string_at(line, len("goal: "))
-            assert end == len(line)
-            sections.setdefault("goal", []).append(([], {}, goal))
+        elif current == "[plan]":
+            kind, fields, texts = parse_plan_line(line)
+            sections.setdefault(f"plan:{kind}", []).append(([], fields, texts[0] if texts else ""))
+            sections.setdefault("plan:texts", []).extend(([], {}, t) for t in texts)
         else:
             assert current is not None, f"an entry before any header: {line!r}"
             sections[current].append(parse_entry(line))
@@ -307,9 +352,11 @@ def render_hostile(
     assert len(chunks) == len(knowledge)
     for _, named, content in chunks:
         assert named["source"] == (knowledge[content] or "docs")
-    expected_goal, expected_steps = render_plan_text(plan)
-    assert [g for _, _, g in sections.get("goal", [])] == ([expected_goal] if expected_goal else [])
-    assert [c for _, _, c in sections.get("[plan]", [])] == expected_steps
+    found = as_plan(plan)
+    assert [g for _, _, g in sections.get("plan:goal", [])] == ([found["goal"]] if found else [])
+    shown_steps = [(named["id"], named["status"], text) for _, named, text in sections.get("plan:step", [])]
+    expected = [(s["id"], s["status"], s["description"]) for s in found["steps"]] if found else []
+    assert shown_steps == expected
     run_texts = [
         n if isinstance(n, str) else str(n["content"])
         for n in notes

@@ -31,7 +31,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["FENCE_CLOSE", "FENCE_OPEN", "PREAMBLE", "entry", "fence", "quote"]
+__all__ = ["FENCE_CLOSE", "FENCE_OPEN", "PREAMBLE", "add_section", "entry", "fence", "quote"]
 
 FENCE_OPEN = "<memory_context>"
 FENCE_CLOSE = "</memory_context>"
@@ -117,3 +117,18 @@ def fence(sections: list[str]) -> str:
     """
     texts = [s for s in sections if s]
     return "\n".join([FENCE_OPEN, PREAMBLE, *texts, FENCE_CLOSE]) if texts else ""
+
+
+def add_section(prompt: str, section: str) -> str:
+    """``prompt`` (a block made by :func:`fence`, or ``''``) with ``section`` added inside its fence.
+
+    >>> add_section(fence(["[memories]"]), "[plan]").splitlines()[-2:]
+    ['[plan]', '</memory_context>']
+    >>> add_section("", "[plan]").count(FENCE_OPEN)
+    1
+    """
+    if not section:
+        return prompt
+    if not prompt.endswith(FENCE_CLOSE):
+        return "\n\n".join(p for p in (prompt, fence([section])) if p)
+    return f"{prompt.removesuffix(FENCE_CLOSE)}{section}\n{FENCE_CLOSE}"

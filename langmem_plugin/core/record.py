@@ -109,6 +109,7 @@ class MemoryKind(StrEnum):
     SUMMARY = "summary"
     INSTRUCTION = "instruction"
     NOTE = "note"
+    PLAN = "plan"
 
 
 class MemoryRecord(BaseModel):

@@ -49,6 +49,7 @@ from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
+from langmem_plugin.services.plan_render import plan_prompt_lines
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.services.store_steps import StoreSteps
 
@@ -59,6 +60,7 @@ __all__ = [
     "RecallConfig",
     "RecalledItem",
     "TokenBudgets",
+    "fence",
     "query_from_state",
     "quote",
     "recall_steps",
@@ -482,12 +484,7 @@ def recall_steps(
             )
 
     plan_fit = _Fitter("[plan]", budgets.plan, config.model)
-    goal, steps = render_plan_text(plan)
-    if goal:
-        plan_fit.add(f"goal: {quote(goal)}")
-    for step in steps:
-        if plan_fit.add(fenced_entry(step)) is None:
-            break
+    plan_fit.lines = plan_prompt_lines(plan, budget=budgets.plan, model=config.model, header=plan_fit.header)
 
     run_fit = _Fitter("[notes of this run]", budgets.run, config.model)
     kept: list[str] = []

@@ -11,11 +11,19 @@ surface has it.
   to inject (``memory_prompt``) and the record of it (``memory_context``).
   :meth:`MemoryTurn.model_messages` and :meth:`MemoryTurn.system_prompt` say what
   the model sees: the instructions, the memory prompt, the conversation window.
+- **The plan** (``state["plan"]``, :mod:`~langmem_plugin.services.plan`): its goal
+  joins the recall query, but its section is not part of the memory prompt:
+  :meth:`MemoryTurn.system_prompt` renders it from the state it is given, inside the
+  same fence, within ``budgets.plan`` tokens — so every model call (each call of a
+  model node, each ``wrap_model_call`` of the middleware) sees the plan as the plan
+  tools left it, whatever the window or a summarizer did to the messages.
 - **After the model** (:meth:`MemoryTurn.after_model`): when the turn ended with
   an answer, the exchange is written as an episode through the shared
   :class:`~langmem_plugin.services.remember.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
-  run memory and records what was written.
+  run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
+  completed plan is archived into session memory (kind ``plan``) through the same
+  writer and cleared from state; a plan whose lifetime is the run is cleared too.
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
@@ -41,15 +49,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore
 
+from langmem_plugin.core.fence import add_section
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
+from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
+from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
+from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
 from langmem_plugin.services.remember import (
     EpisodeWriter,
     RememberConfig,
@@ -60,7 +72,16 @@ from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.window import trim_window
 
-__all__ = ["DEFAULT_KEYS", "EpisodeWrite", "MemoryTurn", "StateKeys", "WindowConfig", "state_value"]
+__all__ = [
+    "DEFAULT_KEYS",
+    "EpisodeWrite",
+    "MemoryTurn",
+    "PlanConfig",
+    "StateKeys",
+    "StoreWrite",
+    "WindowConfig",
+    "state_value",
+]
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,11 @@ def state_value(state: Any, key: str, default: Any = None) -> Any:
     return getattr(state, key, default)
 
 
+#: A write to submit to the writer: steps made anew for each attempt, how logs name it, and the
+#: namespaces it adds items to (their item limits are held while it runs).
+StoreWrite: TypeAlias = tuple[Callable[[], StoreSteps[Any]], str, tuple[tuple[str, ...], ...]]
+
+
 @dataclass(frozen=True)
 class EpisodeWrite:
     """An episode write, ready to submit: steps made anew for each attempt, and what it stores."""
@@ -124,6 +150,8 @@ class MemoryTurn:
         keys: state key names.
         window: how much of the conversation the model sees.
         model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
+        plan: plan mode (the plan's lifetime and archive); ``None``: off. A plan in state is
+            shown to the model either way.
     """
 
     def __init__(
@@ -137,6 +165,7 @@ class MemoryTurn:
         keys: StateKeys = DEFAULT_KEYS,
         window: WindowConfig | None = None,
         model: str | None = None,
+        plan: PlanConfig | None = None,
     ) -> None:
         self.store = store
         self.layout = layout or MemoryLayout()
@@ -146,6 +175,7 @@ class MemoryTurn:
         self.keys = keys
         self.window = window
         self.model = model
+        self.plan_config = plan
         self._retrievers: dict[int, HybridRetriever] = {}
         self._lock = threading.Lock()
 
@@ -170,6 +200,7 @@ class MemoryTurn:
         *,
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
+        query: str | None = None,
     ) -> StoreSteps[Recall]:
         """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``."""
         return recall_steps(
@@ -179,6 +210,7 @@ class MemoryTurn:
             config=self.recall_config,
             plan=plan,
             run_memory=run_memory,
+            query=query,
             retriever=self.retriever_for(store),
         )
 
@@ -201,25 +233,41 @@ class MemoryTurn:
 
     def _recall_input(self, state: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
         keys = self.keys
-        extra = {"plan": state_value(state, keys.plan), "run_memory": state_value(state, keys.run_memory)}
-        return list(state_value(state, keys.messages) or []), extra
+        messages = list(state_value(state, keys.messages) or [])
+        # The plan's goal joins the query; its section is not part of the memory prompt but
+        # rendered from the state at each model call (system_prompt), so it is never stale.
+        query = query_from_state(messages, state_value(state, keys.plan))
+        return messages, {"query": query, "run_memory": state_value(state, keys.run_memory)}
 
-    def _update(self, recall: Recall) -> dict[str, Any]:
-        return {self.keys.memory_prompt: recall.prompt, self.keys.memory_context: recall.record()}
+    def _update(self, recall: Recall, state: Any) -> dict[str, Any]:
+        record = recall.record()
+        record["tokens"]["plan"] = count_tokens(self.plan_section(state), model=self.recall_config.model)
+        return {self.keys.memory_prompt: recall.prompt, self.keys.memory_context: record}
 
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
         messages, extra = self._recall_input(state)
-        return self._update(self.recall(scope, store, messages, **extra))
+        return self._update(self.recall(scope, store, messages, **extra), state)
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
         messages, extra = self._recall_input(state)
-        return self._update(await self.arecall(scope, store, messages, **extra))
+        return self._update(await self.arecall(scope, store, messages, **extra), state)
+
+    def plan_section(self, state: Any) -> str:
+        """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan)."""
+        config = self.recall_config
+        return render_plan(state_value(state, self.keys.plan), budget=config.budgets.plan, model=config.model)
 
     def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
-        """The system prompt: ``instructions``, then the memory prompt recall put in state."""
-        parts = [p for p in (instructions, state_value(state, self.keys.memory_prompt)) if p]
+        """The system prompt: ``instructions``, then the memory prompt recall put in state, with the
+        plan section rendered now from the state's plan, inside the same fence.
+
+        Called before every model call, so the plan the model sees is the one in state at that
+        moment (after the plan tools of this run), whatever happened to the messages.
+        """
+        memory = add_section(state_value(state, self.keys.memory_prompt) or "", self.plan_section(state))
+        parts = [p for p in (instructions, memory) if p]
         return "\n\n".join(parts) if parts else None
 
     def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
@@ -262,15 +310,42 @@ class MemoryTurn:
         messages = state_value(state, self.keys.messages) or []
         return bool(messages) and isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls
 
-    def _after(
-        self, state: Any, scope: Scope, final: bool
-    ) -> tuple[EpisodeWrite | None, dict[str, Any]] | None:
+    def plan_archive(self, state: Any, scope: Scope) -> tuple[list[StoreWrite], dict[str, Any]]:
+        """At the end of a run: the archive writes of the completed plans (the plan in state, and
+        those it replaced), and the state update that clears them (and any plan whose lifetime is
+        the run); ``{}``: nothing to change."""
+        config = self.plan_config
+        plan = as_plan(state_value(state, self.keys.plan)) if config is not None else None
+        if config is None or plan is None:
+            return [], {}
+        done = [*plan["finished"], *([plan] if plan["is_complete"] else [])]
+        writes: list[StoreWrite] = []
+        if config.archive and scope.thread_id:
+            layout = self.layout
+            for finished in done:
+
+                def make(finished: Plan = finished) -> StoreSteps[Any]:
+                    return archive_steps(scope, layout, finished)
+
+                writes.append((make, archive_key(finished), ()))  # the key names the write in logs
+        if plan["is_complete"] or config.lifetime == "run":
+            return writes, {self.keys.plan: None}
+        return writes, ({self.keys.plan: {**plan, "finished": []}} if done else {})
+
+    def _after(self, state: Any, scope: Scope, final: bool) -> tuple[list[StoreWrite], dict[str, Any]] | None:
         if not final and not self._finished(state):
             return None
-        write = self.episode_write(state_value(state, self.keys.messages) or [], scope)
+        episode = self.episode_write(state_value(state, self.keys.messages) or [], scope)
+        archives, cleared = self.plan_archive(state, scope)
         context = dict(state_value(state, self.keys.memory_context) or {})
-        context["stored"] = write.stored if write else None
-        return write, {self.keys.run_memory: [], self.keys.memory_context: context}
+        context["stored"] = episode.stored if episode else None
+        writes: list[StoreWrite] = []
+        if episode is not None:
+            writes.append((episode.make_steps, episode.what, episode.rooms))
+        if archives:
+            writes.extend(archives)
+            context["archived_plans"] = [key for _, key, _ in archives]
+        return writes, {self.keys.run_memory: [], self.keys.memory_context: context, **cleared}
 
     def after_model(
         self, state: Any, scope: Scope, store: BaseStore, *, final: bool = False
@@ -288,9 +363,9 @@ class MemoryTurn:
         after = self._after(state, scope, final)
         if after is None:
             return None
-        write, update = after
-        if write is not None:
-            self.writer.submit(store, write.make_steps, write.what, rooms=write.rooms)
+        writes, update = after
+        for make, what, rooms in writes:
+            self.writer.submit(store, make, what, rooms=rooms)
         return update
 
     async def aafter_model(
@@ -300,7 +375,7 @@ class MemoryTurn:
         after = self._after(state, scope, final)
         if after is None:
             return None
-        write, update = after
-        if write is not None:
-            await self.writer.asubmit(store, write.make_steps, write.what, rooms=write.rooms)
+        writes, update = after
+        for make, what, rooms in writes:
+            await self.writer.asubmit(store, make, what, rooms=rooms)
         return update

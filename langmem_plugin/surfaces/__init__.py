@@ -12,15 +12,18 @@ from langmem_plugin.services.turn import StateKeys, WindowConfig
 from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
 from langmem_plugin.surfaces.memory import Memory, ToolsConfig, default_store
 from langmem_plugin.surfaces.nodes import MemoryState, ModelNode, RecallNode, RememberNode, add_memory_agent
+from langmem_plugin.surfaces.plan_tools import PLAN_TOOL_NAMES, PlanState, create_plan_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 __all__ = [
     "MEMORY_TOOL_NAMES",
+    "PLAN_TOOL_NAMES",
     "AsyncMemoryCallbackHandler",
     "Memory",
     "MemoryCallbackHandler",
     "MemoryState",
     "ModelNode",
+    "PlanState",
     "RecallNode",
     "RememberNode",
     "StateKeys",
@@ -28,5 +31,6 @@ __all__ = [
     "WindowConfig",
     "add_memory_agent",
     "create_memory_tools",
+    "create_plan_tools",
     "default_store",
 ]

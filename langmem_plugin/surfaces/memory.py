@@ -34,6 +34,7 @@ from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import Recall, RecallConfig
 from langmem_plugin.services.remember import RememberConfig
 from langmem_plugin.services.retrieval import HybridRetriever
@@ -44,6 +45,7 @@ from langmem_plugin.surfaces.callbacks import (
     MemoryCallbackHandler,
 )
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
+from langmem_plugin.surfaces.plan_tools import create_plan_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 if TYPE_CHECKING:
@@ -114,6 +116,10 @@ class Memory:
         window: how much of the conversation a :meth:`model_node` shows the model.
         tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
             (renames, instructions, compartments).
+        plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.PlanConfig`) adds
+            the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
+            is rendered into the system prompt at every model call, and a completed plan is
+            archived into session memory when the run ends.
 
     Attributes:
         store: the store every surface uses.
@@ -134,6 +140,7 @@ class Memory:
         keys: StateKeys | None = None,
         window: WindowConfig | None = None,
         tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
+        plan: bool | PlanConfig = False,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -148,6 +155,7 @@ class Memory:
         self.model = model
         self.keys = keys or StateKeys()
         self.window = window
+        self.plan_config = plan if isinstance(plan, PlanConfig) else PlanConfig() if plan else None
         self.turn = MemoryTurn(
             store=self.store,
             layout=self.layout,
@@ -156,6 +164,7 @@ class Memory:
             keys=self.keys,
             window=window,
             model=model,
+            plan=self.plan_config,
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
@@ -180,16 +189,20 @@ class Memory:
 
     @cached_property
     def tools(self) -> list[BaseTool]:
-        """The memory tools: ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``."""
-        tools = self.tools_config
-        return create_memory_tools(
+        """The memory tools (and the plan tools in plan mode): ``model.bind_tools(memory.tools)``,
+        ``ToolNode(memory.tools)``, ``create_agent(model, tools=memory.tools, ...)``."""
+        config = self.tools_config
+        tools = create_memory_tools(
             store=self.store,
             layout=self.layout,
-            include=tools.include,
-            names=tools.names,
-            instructions=tools.instructions,
-            compartments=tools.compartments,
+            include=config.include,
+            names=config.names,
+            instructions=config.instructions,
+            compartments=config.compartments,
         )
+        if self.plan_config is not None:
+            tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
+        return tools
 
     def model_node(
         self,

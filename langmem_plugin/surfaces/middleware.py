@@ -13,8 +13,8 @@ nodes and the callback handler use:
   turn; the fenced prompt and the record go into state (``memory_prompt``,
   ``memory_context``);
 - ``wrap_model_call``: the model sees :meth:`MemoryTurn.system_prompt` (the system
-  message plus the memory prompt) through ``request.override(system_message=...)``;
-  the state is not modified;
+  message plus the memory prompt, with the plan section rendered from the state at this
+  call) through ``request.override(system_message=...)``; the state is not modified;
 - ``after_model``: :meth:`MemoryTurn.after_model`: when the model answered (no tool
   calls), the exchange is stored as an episode and run memory is cleared.
 
@@ -25,12 +25,13 @@ raises :class:`~langmem_plugin.errors.MissingDependencyError` with that line.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain_core.messages import SystemMessage
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
+from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -54,6 +55,7 @@ class MemoryAgentState(AgentState[Any]):
     memory_prompt: NotRequired[str]
     memory_context: NotRequired[dict[str, Any]]
     run_memory: NotRequired[list[str]]
+    plan: NotRequired[Annotated[Plan | None, plan_reducer]]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):

@@ -24,7 +24,7 @@ state to extend.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -33,6 +33,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -47,11 +48,14 @@ class MemoryState(MessagesState, total=False):
         memory_context: what recall injected (query, ids, scores, tokens per section) and
             what remember stored.
         run_memory: notes of this run (strings), always injected, cleared when the run ends.
+        plan: the agent's plan (:mod:`langmem_plugin.services.plan`), changed by the plan tools;
+            its reducer merges the updates of parallel tool calls.
     """
 
     memory_prompt: str
     memory_context: dict[str, Any]
     run_memory: list[str]
+    plan: Annotated[Plan | None, plan_reducer]
 
 
 class RecallNode(RunnableLambda[Any, dict[str, Any]]):
