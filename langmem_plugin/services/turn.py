@@ -16,6 +16,11 @@ surface has it.
   :class:`~langmem_plugin.services.remember.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
   run memory and records what was written.
+- **After the tools** (:meth:`MemoryTurn.after_tools`, also run by ``before_model``): with
+  ``results`` configured, large tool results are stored in the results compartment and the
+  compaction of results the model has seen is decided once, into state (``tool_results``,
+  ``compacted``; see :mod:`~langmem_plugin.services.results`); :meth:`MemoryTurn.results_view`
+  is what :meth:`MemoryTurn.model_messages` shows of them.
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services._io.execute` or
@@ -56,6 +61,7 @@ from langmem_plugin.services.remember import (
     episode_from_messages,
     remember_steps,
 )
+from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.window import trim_window
 
@@ -71,6 +77,8 @@ class StateKeys:
     memory_context: str = "memory_context"
     run_memory: str = "run_memory"
     plan: str = "plan"
+    tool_results: str = "tool_results"
+    compacted: str = "compacted"
 
 
 #: The default state key names.
@@ -122,6 +130,7 @@ class MemoryTurn:
         keys: state key names.
         window: how much of the conversation the model sees.
         model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
+        results: tool results as memory (stored, shown in full once, then compacted); ``None``: off.
     """
 
     def __init__(
@@ -135,8 +144,10 @@ class MemoryTurn:
         keys: StateKeys = DEFAULT_KEYS,
         window: WindowConfig | None = None,
         model: str | None = None,
+        results: ResultsConfig | None = None,
     ) -> None:
         self.store = store
+        self.results = results
         self.layout = layout or MemoryLayout()
         self.recall_config = recall or RecallConfig()
         self.remember_config = remember or RememberConfig()
@@ -208,12 +219,16 @@ class MemoryTurn:
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
         messages, extra = self._recall_input(state)
-        return self._update(self.recall(scope, store, messages, **extra))
+        return {
+            **self._update(self.recall(scope, store, messages, **extra)),
+            **self.after_tools(state, scope, store),
+        }
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
         messages, extra = self._recall_input(state)
-        return self._update(await self.arecall(scope, store, messages, **extra))
+        update = self._update(await self.arecall(scope, store, messages, **extra))
+        return {**update, **await self.aafter_tools(state, scope, store)}
 
     def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
         """The system prompt: ``instructions``, then the memory prompt recall put in state."""
@@ -222,7 +237,7 @@ class MemoryTurn:
 
     def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
         """What the model sees: one system message (:meth:`system_prompt`), then the window."""
-        messages: list[BaseMessage] = list(state_value(state, self.keys.messages) or [])
+        messages = self.results_view(state, state_value(state, self.keys.messages) or [])
         window = self.window
         if window is not None and (window.max_turns or window.max_tokens):
             messages = trim_window(
@@ -298,3 +313,50 @@ class MemoryTurn:
         if write is not None:
             await self.writer.asubmit(store, write.make_steps, write.what)
         return update
+
+    # -- tool results ---------------------------------------------------------------------------
+
+    def results_steps(self, state: Any, scope: Scope, store: BaseStore) -> StoreSteps[dict[str, Any]]:
+        """The steps that store the state's new tool results and decide what to compact: the update."""
+        config, keys = self.results, self.keys
+        if config is None:
+            return {}
+        ttl = config.ttl_minutes if getattr(store, "supports_ttl", False) else None
+        return (
+            yield from results_update_steps(
+                list(state_value(state, keys.messages) or []),
+                state_value(state, keys.tool_results) or {},
+                state_value(state, keys.compacted) or {},
+                scope,
+                self.layout,
+                config,
+                keys=(keys.tool_results, keys.compacted),
+                ttl=ttl,
+                model=self.model,
+            )
+        )
+
+    def after_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
+        """Store new tool results, decide compaction; the state update (empty when nothing changed)."""
+        if self.results is None:
+            return {}
+        return execute(store, self.results_steps(state, scope, store))
+
+    async def aafter_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
+        """Async :meth:`after_tools`."""
+        if self.results is None:
+            return {}
+        return await aexecute(store, self.results_steps(state, scope, store))
+
+    def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``messages`` with stored results in full plus their id, or compacted, as decided in state."""
+        if self.results is None:
+            return list(messages)
+        keys = self.keys
+        return results_view(
+            messages,
+            state_value(state, keys.tool_results) or {},
+            state_value(state, keys.compacted) or {},
+            self.results,
+            model=self.model,
+        )

@@ -36,6 +36,7 @@ from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.recall import Recall, RecallConfig
 from langmem_plugin.services.remember import RememberConfig
+from langmem_plugin.services.results import ResultsConfig
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
 from langmem_plugin.surfaces.callbacks import (
@@ -44,6 +45,7 @@ from langmem_plugin.surfaces.callbacks import (
     MemoryCallbackHandler,
 )
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
+from langmem_plugin.surfaces.result_tools import create_result_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 if TYPE_CHECKING:
@@ -114,6 +116,10 @@ class Memory:
         window: how much of the conversation a :meth:`model_node` shows the model.
         tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
             (renames, instructions, compartments).
+        results: tool results as memory (:class:`~langmem_plugin.services.results.ResultsConfig`):
+            large results stored in the thread's results compartment, shown in full once, then
+            as a citation; :attr:`tools` gains ``retrieve_result`` and ``query_results``.
+            ``None`` (the default): off.
 
     Attributes:
         store: the store every surface uses.
@@ -134,6 +140,7 @@ class Memory:
         keys: StateKeys | None = None,
         window: WindowConfig | None = None,
         tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
+        results: ResultsConfig | None = None,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -156,6 +163,7 @@ class Memory:
             keys=self.keys,
             window=window,
             model=model,
+            results=results,
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
@@ -182,6 +190,15 @@ class Memory:
     def tools(self) -> list[BaseTool]:
         """The memory tools: ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``."""
         tools = self.tools_config
+        return [*self._memory_tools(tools), *self._result_tools()]
+
+    def _result_tools(self) -> list[BaseTool]:
+        config = self.turn.results
+        if config is None:
+            return []
+        return create_result_tools(store=self.store, layout=self.layout, config=config, model=self.model)
+
+    def _memory_tools(self, tools: ToolsConfig) -> list[BaseTool]:
         return create_memory_tools(
             store=self.store,
             layout=self.layout,

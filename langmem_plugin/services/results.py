@@ -1,0 +1,578 @@
+"""Tool results as memory: stored once with an id, shown in full once, then compacted to a citation.
+
+A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
+exclude lists allow) is written to the ``results`` compartment, thread-scoped
+and with a TTL, under a short id derived from its tool-call id (so a replay
+writes nothing new), as a :class:`~langmem_plugin.core.record.MemoryRecord` of
+kind ``tool_result`` with the tool, its arguments and its size.
+
+What the model sees of a stored result (:func:`results_view`):
+
+1. in full, up to :attr:`ResultsConfig.full_tokens` tokens, followed by its id;
+2. once the model has been called :attr:`ResultsConfig.keep_calls` times with it
+   (per tool: :attr:`ResultsConfig.keep_calls_by_tool`), or once the conversation
+   passes :attr:`ResultsConfig.compact_above_tokens`: a citation — id, tool,
+   arguments, size, a short description (:mod:`~langmem_plugin.services.compactors`)
+   and how to get the rest (``retrieve_result``).
+
+Two state keys carry it, both merged with :func:`keep_first` (an entry, once
+written, never changes): ``tool_results`` (tool-call id → what was stored) and
+``compacted`` (tool-call id → the citation text). The citation is decided once
+and kept verbatim, so the prompt prefix stays byte-identical from call to call
+(the provider's prompt cache keeps working) and a second pass changes nothing.
+The checkpointed messages are never rewritten: only the copy the model sees is.
+
+Everything here is pure or store steps (:data:`~langmem_plugin.services._io.StoreSteps`);
+:class:`~langmem_plugin.services.turn.MemoryTurn` runs them for every surface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.store.base import GetOp, Item, PutOp, SearchOp
+
+from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_message_tokens, count_tokens
+from langmem_plugin.errors import ConfigurationError, InvalidFilterError, MemoryNotFoundError
+from langmem_plugin.services._io import StoreSteps
+from langmem_plugin.services.compactors import (
+    Compactor,
+    compact,
+    excerpt,
+    extractive_summary,
+    filtered,
+    first_n,
+    last_n,
+    page_of,
+    shape_of,
+    token_pages,
+)
+from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.recall import quote
+
+__all__ = [
+    "RESULT_TOOL_NAMES",
+    "PendingResult",
+    "ResultsConfig",
+    "StoredResult",
+    "Transform",
+    "citation",
+    "decide_compaction",
+    "full_view",
+    "get_result_steps",
+    "keep_first",
+    "list_results_steps",
+    "pending_results",
+    "result_id",
+    "results_update_steps",
+    "results_view",
+    "store_results_steps",
+    "transform_result",
+]
+
+#: The tools that read stored results; their own output is never stored again.
+RESULT_TOOL_NAMES = ("retrieve_result", "query_results")
+
+_ID = re.compile(r"r[0-9a-f]{12}")
+_MAX_ARGS_CHARS = 400
+
+
+@dataclass(frozen=True)
+class ResultsConfig:
+    """Which tool results are stored, and when the model sees a citation instead.
+
+    Attributes:
+        min_chars: results shorter than this are neither stored nor compacted.
+        include: only these tools (``None``: every tool).
+        exclude: never these tools (the result tools themselves are always excluded).
+        full_tokens: the most tokens of a result the model sees the first time.
+        keep_calls: model calls that see a result in full before it is compacted.
+        keep_calls_by_tool: ``keep_calls`` for one tool: ``{"web_fetch": 2}``.
+        compact_above_tokens: when the conversation the model sees passes this many tokens,
+            results already seen once are compacted, oldest first (``None``: never).
+        ttl_minutes: how long a stored result lives (stores with TTL support; ``None``: forever).
+        max_chars: a result longer than this is stored cut to this length.
+        page_tokens: the tokens of one page of ``retrieve_result``.
+        summary_chars: the length of the description in a citation.
+        compactors: a compactor per tool name, ``(text, max_chars) -> description``; other tools
+            are described by shape (JSON, table, text).
+    """
+
+    min_chars: int = 2000
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    full_tokens: int = 4000
+    keep_calls: int = 1
+    keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
+    compact_above_tokens: int | None = None
+    ttl_minutes: float | None = 24 * 60
+    max_chars: int = 250_000
+    page_tokens: int = 2000
+    summary_chars: int = 300
+    compactors: Mapping[str, Compactor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("min_chars", "full_tokens", "keep_calls", "max_chars", "page_tokens", "summary_chars"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(
+                    f"ResultsConfig.{name} must be at least 1, got {getattr(self, name)}"
+                )
+        bad = {tool: n for tool, n in self.keep_calls_by_tool.items() if n < 1}
+        if bad:
+            raise ConfigurationError(f"ResultsConfig.keep_calls_by_tool values must be at least 1, got {bad}")
+
+    def stores(self, tool: str) -> bool:
+        """Whether results of ``tool`` are stored (include and exclude lists)."""
+        if tool in RESULT_TOOL_NAMES or tool in self.exclude:
+            return False
+        return self.include is None or tool in self.include
+
+    def keep_calls_for(self, tool: str) -> int:
+        """The model calls that see a result of ``tool`` in full."""
+        return self.keep_calls_by_tool.get(tool, self.keep_calls)
+
+
+def keep_first(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The reducer of ``tool_results`` and ``compacted``: new keys are added, existing ones never change."""
+    return {**(right or {}), **(left or {})}
+
+
+def result_id(tool_call_id: str) -> str:
+    """The short id of the result of ``tool_call_id``: ``r`` + 12 hex digits, whatever the call id.
+
+    >>> result_id("call_1") == result_id("call_1"), len(result_id("x" * 5000))
+    (True, 13)
+    """
+    return "r" + hashlib.blake2b(tool_call_id.encode("utf-8", "replace"), digest_size=6).hexdigest()
+
+
+def _text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+def _args_text(args: Any) -> str:
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= _MAX_ARGS_CHARS else text[: _MAX_ARGS_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class PendingResult:
+    """A tool result to store: its ids, tool, arguments and text."""
+
+    tool_call_id: str
+    id: str
+    tool: str
+    args: str
+    text: str
+    tokens: int
+
+    def entry(self) -> dict[str, Any]:
+        """What the ``tool_results`` state key keeps of it (small, JSON)."""
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "args": self.args,
+            "chars": len(self.text),
+            "tokens": self.tokens,
+        }
+
+    def value(self, max_chars: int) -> dict[str, Any]:
+        """The store value: a ``tool_result`` memory record."""
+        content = self.text[:max_chars]
+        metadata = {
+            "result_id": self.id,
+            "tool": self.tool[:200],
+            "tool_call_id": self.tool_call_id[:500],
+            "args": self.args,
+            "chars": str(len(self.text)),
+            "tokens": str(self.tokens),
+        }
+        if len(content) < len(self.text):
+            metadata["truncated"] = "true"
+        record = MemoryRecord.validate_value(
+            {
+                "content": content,
+                "category": "tool_results",
+                "kind": MemoryKind.TOOL_RESULT,
+                "source": f"tool:{self.tool[:200]}",
+                "metadata": metadata,
+            },
+            max_content_chars=max_chars,
+        )
+        return record.to_value()
+
+
+def pending_results(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> list[PendingResult]:
+    """The tool results of ``messages`` to store: large enough, of an allowed tool, not ``stored`` yet."""
+    calls: dict[str, dict[str, Any]] = {}
+    pending: list[PendingResult] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            calls.update({str(c["id"]): dict(c) for c in message.tool_calls if c.get("id")})
+            continue
+        if not isinstance(message, ToolMessage) or message.tool_call_id in stored:
+            continue
+        call = calls.get(message.tool_call_id, {})
+        tool = str(message.name or call.get("name") or "unknown")
+        text = _text(message)
+        if message.status == "error" or len(text) < config.min_chars or not config.stores(tool):
+            continue
+        pending.append(
+            PendingResult(
+                tool_call_id=message.tool_call_id,
+                id=result_id(message.tool_call_id),
+                tool=tool,
+                args=_args_text(call.get("args", {})),
+                text=text,
+                tokens=count_tokens(text, model=model),
+            )
+        )
+    return pending
+
+
+def store_results_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    pending: Sequence[PendingResult],
+    *,
+    max_chars: int,
+    ttl: float | None = None,
+) -> StoreSteps[dict[str, dict[str, Any]]]:
+    """Write ``pending`` results that are not in the store yet; the ``tool_results`` entries."""
+    if not pending:
+        return {}
+    namespace = layout.namespace(Compartment.RESULTS, scope)
+    found: list[Item | None] = yield [GetOp(namespace, p.id, refresh_ttl=False) for p in pending]
+    puts = [
+        PutOp(namespace, p.id, p.value(max_chars), index=False, ttl=ttl)
+        for p, item in zip(pending, found, strict=True)
+        if item is None
+    ]
+    if puts:
+        yield puts
+    return {p.tool_call_id: p.entry() for p in pending}
+
+
+# -- what the model sees ------------------------------------------------------------------------
+
+
+def _cut(text: str, max_tokens: int, model: str | None) -> str | None:
+    spans = token_pages(text, max_tokens, model=model)
+    return None if len(spans) == 1 else text[: spans[0][1]]
+
+
+def full_view(text: str, entry: Mapping[str, Any], config: ResultsConfig, *, model: str | None = None) -> str:
+    """A stored result as the model sees it first: in full (up to ``full_tokens``), then its id."""
+    rid = entry["id"]
+    shown = _cut(text, config.full_tokens, model)
+    cut = ""
+    if shown is not None:
+        cut = f"\n[cut: the first {config.full_tokens} of {entry['tokens']} tokens are shown]"
+        text = shown
+    return (
+        f"{text}{cut}\n[result {rid} stored ({entry['chars']} characters); "
+        f'retrieve_result(id="{rid}") reads it again]'
+    )
+
+
+def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
+    """The compacted form of a stored result: id, tool, arguments, size, a description, how to get the rest.
+
+    Every field that comes from the tool or the model is quoted
+    (:func:`~langmem_plugin.services.recall.quote`), so none can open or close a prompt fence.
+    """
+    rid = entry["id"]
+    about = compact(text, config.summary_chars, tool=entry["tool"], compactors=config.compactors)
+    return (
+        f"[result {rid}, compacted] tool: {quote(str(entry['tool']))}; args: {quote(str(entry['args']))}; "
+        f"size: {entry['chars']} characters, {entry['tokens']} tokens\n"
+        f"about: {quote(about)}\n"
+        f'Read it with retrieve_result(id="{rid}") (pages), or a part with transform= '
+        f"excerpt, first_n, last_n, filtered or summary."
+    )
+
+
+def _ages(messages: Sequence[BaseMessage]) -> dict[str, tuple[ToolMessage, int]]:
+    """Each tool message by call id, with the number of model answers (AI messages) after it."""
+    ages: dict[str, tuple[ToolMessage, int]] = {}
+    answers = 0
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            answers += 1
+        elif isinstance(message, ToolMessage) and message.tool_call_id not in ages:
+            ages[message.tool_call_id] = (message, answers)
+    return dict(reversed(list(ages.items())))  # oldest first
+
+
+def results_view(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> list[BaseMessage]:
+    """``messages`` as the model sees them: stored results in full with their id, or their citation.
+
+    A new list of copies; ``messages`` is not changed, and the pairs of tool call and result stay.
+    """
+    view: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in stored:
+            key = message.tool_call_id
+            content = compacted.get(key) or full_view(_text(message), stored[key], config, model=model)
+            message = message.model_copy(update={"content": content})
+        view.append(message)
+    return view
+
+
+def decide_compaction(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> dict[str, str]:
+    """The results to compact now (tool-call id → citation); one in ``compacted`` is never decided again."""
+    ages = _ages(messages)
+    new: dict[str, str] = {}
+    for key, (message, age) in ages.items():
+        entry = stored.get(key)
+        if entry is not None and key not in compacted and age >= config.keep_calls_for(entry["tool"]):
+            new[key] = citation(_text(message), entry, config)
+    limit = config.compact_above_tokens
+    if limit is None:
+        return new
+    total = count_message_tokens(results_view(messages, stored, {**compacted, **new}, config, model=model))
+    for key, (message, age) in ages.items():
+        if total <= limit:
+            break
+        entry = stored.get(key)
+        if entry is None or key in compacted or key in new or age < 1:
+            continue  # a result the model has not seen yet is shown once in full
+        new[key] = citation(_text(message), entry, config)
+        full = full_view(_text(message), entry, config, model=model)
+        total -= count_tokens(full, model=model) - count_tokens(new[key], model=model)
+    return new
+
+
+def results_update_steps(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    scope: Scope,
+    layout: MemoryLayout,
+    config: ResultsConfig,
+    *,
+    keys: tuple[str, str] = ("tool_results", "compacted"),
+    ttl: float | None = None,
+    model: str | None = None,
+) -> StoreSteps[dict[str, Any]]:
+    """Store the new results of ``messages`` and decide what to compact: the state update (maybe empty).
+
+    Args:
+        messages: the conversation in state (not changed).
+        stored: the ``tool_results`` state value.
+        compacted: the ``compacted`` state value.
+        scope: whose results (``thread_id``).
+        layout: where the results compartment lives.
+        config: what is stored and when it is compacted.
+        keys: the state keys of ``tool_results`` and ``compacted``.
+        ttl: the TTL of new results in minutes (``None``: the store keeps them).
+        model: whose tokenizer counts.
+    """
+    pending = pending_results(messages, stored, config, model=model)
+    new_entries = yield from store_results_steps(scope, layout, pending, max_chars=config.max_chars, ttl=ttl)
+    decided = decide_compaction(messages, {**stored, **new_entries}, compacted, config, model=model)
+    update: dict[str, Any] = {}
+    if new_entries:
+        update[keys[0]] = new_entries
+    if decided:
+        update[keys[1]] = decided
+    return update
+
+
+# -- reading stored results ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A stored tool result, read back."""
+
+    id: str
+    tool: str
+    args: str
+    content: str
+    chars: int
+    tokens: int
+    created_at: datetime
+    truncated: bool = False
+
+    @classmethod
+    def from_item(cls, item: Item) -> StoredResult | None:
+        """The result an item holds, or ``None`` when the item is not a stored tool result."""
+        value = item.value
+        metadata = value.get("metadata") if isinstance(value, Mapping) else None
+        if not isinstance(metadata, Mapping) or value.get("kind") != MemoryKind.TOOL_RESULT.value:
+            return None
+        content = value.get("content")
+        created = value.get("created_at")
+        try:
+            created_at = datetime.fromisoformat(created) if isinstance(created, str) else item.created_at
+            return cls(
+                id=item.key,
+                tool=str(metadata.get("tool", "")),
+                args=str(metadata.get("args", "")),
+                content=content if isinstance(content, str) else "",
+                chars=int(metadata.get("chars", 0)),
+                tokens=int(metadata.get("tokens", 0)),
+                created_at=created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC),
+                truncated=metadata.get("truncated") == "true",
+            )
+        except (TypeError, ValueError):
+            return None
+
+    def describe(self, preview_chars: int = 160) -> dict[str, Any]:
+        """A short JSON description (``query_results``)."""
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "args": self.args,
+            "chars": self.chars,
+            "tokens": self.tokens,
+            "created_at": self.created_at.isoformat(timespec="seconds"),
+            "preview": compact(self.content, preview_chars),
+        }
+
+
+def _not_found(rid: str) -> MemoryNotFoundError:
+    return MemoryNotFoundError(
+        rid,
+        f"no stored result {rid!r} in this conversation (it may have expired); "
+        "query_results lists the stored results and their ids",
+    )
+
+
+def get_result_steps(scope: Scope, layout: MemoryLayout, rid: str) -> StoreSteps[StoredResult]:
+    """The stored result ``rid`` of the scope's thread.
+
+    Raises:
+        MemoryNotFoundError: no such result (an id the model can fix).
+    """
+    rid = rid.strip()
+    if not _ID.fullmatch(rid):
+        raise _not_found(rid[:40])
+    (item,) = yield [GetOp(layout.namespace(Compartment.RESULTS, scope), rid)]
+    found = StoredResult.from_item(item) if item is not None else None
+    if found is None:
+        raise _not_found(rid)
+    return found
+
+
+def _since(since: str | None) -> datetime | None:
+    if not since:
+        return None
+    try:
+        moment = datetime.fromisoformat(since.strip())
+    except ValueError:
+        raise InvalidFilterError(
+            f"since must be an ISO date or time such as '2026-01-31' or '2026-01-31T12:00', got {since!r}"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def list_results_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    *,
+    tool: str | None = None,
+    since: str | None = None,
+    text: str | None = None,
+    limit: int = 10,
+    scan: int = 1000,
+) -> StoreSteps[list[StoredResult]]:
+    """The scope's stored results, newest first, of ``tool``, created ``since``, holding ``text``."""
+    moment = _since(since)
+    if not 1 <= limit <= 100:
+        raise InvalidFilterError(f"limit must be from 1 to 100, got {limit}")
+    (items,) = yield [SearchOp(layout.namespace(Compartment.RESULTS, scope), limit=scan)]
+    needle = text.lower() if text else None
+    found: list[StoredResult] = []
+    for item in items:
+        result = StoredResult.from_item(item)
+        if result is None or (tool and result.tool != tool) or (moment and result.created_at < moment):
+            continue
+        if needle and needle not in f"{result.tool}\n{result.args}\n{result.content}".lower():
+            continue
+        found.append(result)
+    found.sort(key=lambda r: r.created_at, reverse=True)
+    return found[:limit]
+
+
+#: The ways ``retrieve_result`` can read a stored result.
+Transform = Literal["full", "excerpt", "first_n", "last_n", "filtered", "summary"]
+
+
+def transform_result(
+    result: StoredResult,
+    transform: Transform = "full",
+    *,
+    page: int = 1,
+    start: int = 0,
+    length: int = 2000,
+    n: int = 20,
+    pattern: str | None = None,
+    path: str | None = None,
+    page_tokens: int = 2000,
+    model: str | None = None,
+) -> str:
+    """What ``retrieve_result`` answers: a header, then the part of ``result`` asked for.
+
+    Every answer holds at most ``page_tokens`` tokens of the result; ``full`` pages through it.
+
+    Raises:
+        InvalidFilterError: a request the model can fix (an unknown transform, a bad pattern or
+            path, a page past the end).
+    """
+    text = result.content
+    head = f"result {result.id} (tool {quote(result.tool)}, {result.chars} characters)"
+    if result.truncated:
+        head += f", stored cut to its first {len(text)} characters"
+    if transform == "full":
+        body, pages = page_of(text, page, page_tokens, model=model)
+        more = f'; next: retrieve_result(id="{result.id}", page={page + 1})' if page < pages else ""
+        return f"{head}, page {page} of {pages}{more}:\n{body}"
+    if transform == "excerpt":
+        body, label = excerpt(text, start, length), f"characters {start} to {min(start + length, len(text))}"
+    elif transform == "first_n":
+        body, label = first_n(text, n), f"first {n}"
+    elif transform == "last_n":
+        body, label = last_n(text, n), f"last {n}"
+    elif transform == "filtered":
+        body, label = filtered(text, pattern, path), "filtered"
+    elif transform == "summary":
+        body, label = extractive_summary(text) if shape_of(text) == "text" else compact(text, 2000), "summary"
+    else:
+        raise InvalidFilterError(
+            f"unknown transform {transform!r}; use one of full, excerpt, first_n, last_n, filtered, summary"
+        )
+    shown = _cut(body, page_tokens, model)
+    if shown is not None:
+        body = f"{shown}\n[cut at {page_tokens} tokens: ask for a smaller part]"
+    return f"{head}, {label}:\n{body}"
