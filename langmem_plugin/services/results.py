@@ -152,7 +152,7 @@ def result_id(tool_call_id: str) -> str:
     >>> result_id("call_1") == result_id("call_1"), len(result_id("x" * 5000))
     (True, 13)
     """
-    return "r" + hashlib.blake2b(tool_call_id.encode("utf-8", "replace"), digest_size=6).hexdigest()
+    return "r" + hashlib.blake2b(tool_call_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
 def _text(message: BaseMessage) -> str:
