@@ -95,10 +95,14 @@ class ResultsConfig:
         include: only these tools (``None``: every tool).
         exclude: never these tools (the result tools themselves are always excluded).
         full_tokens: the most tokens of a result the model sees the first time.
-        keep_calls: model calls that see a result in full before it is compacted.
+        keep_calls: model calls that see a result in full before it is compacted (``None``: no
+            limit by calls; use ``compact_above_tokens``).
         keep_calls_by_tool: ``keep_calls`` for one tool: ``{"web_fetch": 2}``.
         compact_above_tokens: when the conversation the model sees passes this many tokens,
             results already seen once are compacted, oldest first (``None``: never).
+        compact_target: how far that goes: until the conversation is at most this fraction of
+            ``compact_above_tokens``. Lower: compaction fires seldom, and between firings every
+            prompt is the previous one plus new messages (the provider's prompt cache reuses it).
         ttl_minutes: how long a stored result lives (stores with TTL support; ``None``: forever).
         max_chars: a result longer than this is stored cut to this length.
         page_tokens: the tokens of one page of ``retrieve_result``.
@@ -111,21 +115,26 @@ class ResultsConfig:
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
     full_tokens: int = 4000
-    keep_calls: int = 1
+    keep_calls: int | None = 1
     keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
     compact_above_tokens: int | None = None
+    compact_target: float = 1.0
     ttl_minutes: float | None = 24 * 60
     max_chars: int = 250_000
     page_tokens: int = 2000
-    summary_chars: int = 300
+    summary_chars: int = 200
     compactors: Mapping[str, Compactor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("min_chars", "full_tokens", "keep_calls", "max_chars", "page_tokens", "summary_chars"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigurationError(
                     f"ResultsConfig.{name} must be at least 1, got {getattr(self, name)}"
                 )
+        if not 0 < self.compact_target <= 1:
+            raise ConfigurationError(
+                f"ResultsConfig.compact_target must be in (0, 1], got {self.compact_target}"
+            )
         bad = {tool: n for tool, n in self.keep_calls_by_tool.items() if n < 1}
         if bad:
             raise ConfigurationError(f"ResultsConfig.keep_calls_by_tool values must be at least 1, got {bad}")
@@ -136,7 +145,7 @@ class ResultsConfig:
             return False
         return self.include is None or tool in self.include
 
-    def keep_calls_for(self, tool: str) -> int:
+    def keep_calls_for(self, tool: str) -> int | None:
         """The model calls that see a result of ``tool`` in full."""
         return self.keep_calls_by_tool.get(tool, self.keep_calls)
 
@@ -299,11 +308,10 @@ def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
     rid = entry["id"]
     about = compact(text, config.summary_chars, tool=entry["tool"], compactors=config.compactors)
     return (
-        f"[result {rid}, compacted] tool: {quote(str(entry['tool']))}; args: {quote(str(entry['args']))}; "
-        f"size: {entry['chars']} characters, {entry['tokens']} tokens\n"
+        f"[result {rid} compacted: tool {quote(str(entry['tool']))}, args {quote(str(entry['args']))}, "
+        f"{entry['chars']} characters, {entry['tokens']} tokens]\n"
         f"about: {quote(about)}\n"
-        f'Read it with retrieve_result(id="{rid}") (pages), or a part with transform= '
-        f"excerpt, first_n, last_n, filtered or summary."
+        f'more: retrieve_result(id="{rid}", transform=full|excerpt|first_n|last_n|filtered|summary)'
     )
 
 
@@ -354,14 +362,18 @@ def decide_compaction(
     new: dict[str, str] = {}
     for key, (message, age) in ages.items():
         entry = stored.get(key)
-        if entry is not None and key not in compacted and age >= config.keep_calls_for(entry["tool"]):
+        keep = config.keep_calls_for(entry["tool"]) if entry is not None else None
+        if entry is not None and key not in compacted and keep is not None and age >= keep:
             new[key] = citation(_text(message), entry, config)
-    limit = config.compact_above_tokens
-    if limit is None:
+    if config.compact_above_tokens is None:
         return new
-    total = count_message_tokens(results_view(messages, stored, {**compacted, **new}, config, model=model))
+    view = results_view(messages, stored, {**compacted, **new}, config, model=model)
+    total = count_message_tokens(view, model=model)
+    if total <= config.compact_above_tokens:
+        return new
+    target = config.compact_above_tokens * config.compact_target
     for key, (message, age) in ages.items():
-        if total <= limit:
+        if total <= target:
             break
         entry = stored.get(key)
         if entry is None or key in compacted or key in new or age < 1:
