@@ -284,3 +284,21 @@ def test_layout_has_a_thread_scoped_results_compartment() -> None:
         "r",
         "t1",
     )
+
+
+def test_a_result_over_the_compartment_limit_is_stored_cut_and_says_so() -> None:
+    from langmem_plugin.services.layout import CompartmentLimits
+
+    store = InMemoryStore()
+    layout = MemoryLayout(limits={"results": CompartmentLimits(max_items=None, max_chars=1000)})
+    turn = MemoryTurn(layout=layout, results=ResultsConfig(min_chars=10))
+    state = _state(_call("a"), _result("a"), _call("b"), _result("b", " " * 5000))
+    update = turn.after_tools(state, SCOPE, store)
+    assert set(update["tool_results"]) == {"a"}  # blank text is not stored
+    assert update["tool_results"]["a"]["chars"] == len(TEXT)
+    (retrieve, _) = create_result_tools(store=store, layout=layout)
+    answer = retrieve.invoke(
+        {"id": result_id("a"), "transform": "excerpt", "start": 990, "length": 50}, CONFIG
+    )
+    assert "stored cut to its first 1000 characters" in answer
+    assert answer.endswith(TEXT[990:1000])

@@ -111,7 +111,7 @@ DEFAULT_LIMITS: Mapping[Compartment, CompartmentLimits] = MappingProxyType(
         Compartment.SESSION: CompartmentLimits(max_items=2000, max_chars=8000),
         Compartment.KNOWLEDGE: CompartmentLimits(max_items=100_000, max_chars=8000),
         Compartment.RUN: CompartmentLimits(max_items=50, max_chars=2000),
-        Compartment.RESULTS: CompartmentLimits(max_items=None, max_chars=500_000),
+        Compartment.RESULTS: CompartmentLimits(max_items=None, max_chars=250_000),
     }
 )
 

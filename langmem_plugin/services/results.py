@@ -4,7 +4,9 @@ A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
 exclude lists allow) is written to the ``results`` compartment, thread-scoped
 and with a TTL, under a short id derived from its tool-call id (so a replay
 writes nothing new), as a :class:`~langmem_plugin.core.record.MemoryRecord` of
-kind ``tool_result`` with the tool, its arguments and its size.
+kind ``tool_result`` with the tool, its arguments and its size. A result longer
+than the compartment's ``max_chars`` (:class:`~langmem_plugin.services.layout.MemoryLayout`
+limits) is stored cut to it, and says so when read back.
 
 What the model sees of a stored result (:func:`results_view`):
 
@@ -104,7 +106,6 @@ class ResultsConfig:
             ``compact_above_tokens``. Lower: compaction fires seldom, and between firings every
             prompt is the previous one plus new messages (the provider's prompt cache reuses it).
         ttl_minutes: how long a stored result lives (stores with TTL support; ``None``: forever).
-        max_chars: a result longer than this is stored cut to this length.
         page_tokens: the tokens of one page of ``retrieve_result``.
         summary_chars: the length of the description in a citation.
         compactors: a compactor per tool name, ``(text, max_chars) -> description``; other tools
@@ -120,13 +121,12 @@ class ResultsConfig:
     compact_above_tokens: int | None = None
     compact_target: float = 1.0
     ttl_minutes: float | None = 24 * 60
-    max_chars: int = 250_000
     page_tokens: int = 2000
     summary_chars: int = 200
     compactors: Mapping[str, Compactor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("min_chars", "full_tokens", "keep_calls", "max_chars", "page_tokens", "summary_chars"):
+        for name in ("min_chars", "full_tokens", "keep_calls", "page_tokens", "summary_chars"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigurationError(
                     f"ResultsConfig.{name} must be at least 1, got {getattr(self, name)}"
@@ -239,7 +239,9 @@ def pending_results(
         call = calls.get(message.tool_call_id, {})
         tool = str(message.name or call.get("name") or "unknown")
         text = _text(message)
-        if message.status == "error" or len(text) < config.min_chars or not config.stores(tool):
+        if message.status == "error" or len(text) < config.min_chars or not text.strip():
+            continue
+        if not config.stores(tool):
             continue
         pending.append(
             PendingResult(
@@ -410,7 +412,8 @@ def results_update_steps(
         model: whose tokenizer counts.
     """
     pending = pending_results(messages, stored, config, model=model)
-    new_entries = yield from store_results_steps(scope, layout, pending, max_chars=config.max_chars, ttl=ttl)
+    max_chars = layout.limits_for(Compartment.RESULTS).max_chars
+    new_entries = yield from store_results_steps(scope, layout, pending, max_chars=max_chars, ttl=ttl)
     decided = decide_compaction(messages, {**stored, **new_entries}, compacted, config, model=model)
     update: dict[str, Any] = {}
     if new_entries:
