@@ -24,6 +24,13 @@ and kept verbatim, so the prompt prefix stays byte-identical from call to call
 (the provider's prompt cache keeps working) and a second pass changes nothing.
 The checkpointed messages are never rewritten: only the copy the model sees is.
 
+Sub-agents: a subgraph run under the parent's config (same ``thread_id``) whose
+``Memory`` has the same layout shares the parent's stored results — each side's
+``retrieve_result`` reads what the other stored. Give the sub-agent its own
+results template to isolate it:
+``MemoryLayout(namespaces={"results": ("memories", "results", "{thread_id}", "researcher")})``.
+The ``tool_results`` and ``compacted`` keys live in each graph's own state.
+
 Everything here is pure or store steps (:data:`~langmem_plugin.services._io.StoreSteps`);
 :class:`~langmem_plugin.services.turn.MemoryTurn` runs them for every surface.
 """
