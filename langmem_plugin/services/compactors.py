@@ -45,6 +45,7 @@ __all__ = [
     "extractive_summary",
     "filtered",
     "first_n",
+    "head_tokens",
     "json_path",
     "last_n",
     "page_of",
@@ -197,6 +198,12 @@ def token_pages(text: str, page_tokens: int, *, model: str | None = None) -> lis
     starts[0] = 0
     ends = [*starts[1:], len(text)]
     return list(zip(starts, ends, strict=True))
+
+
+def head_tokens(text: str, max_tokens: int, *, model: str | None = None) -> str | None:
+    """The first ``max_tokens`` tokens of ``text``, or ``None`` when it is not longer than that."""
+    spans = token_pages(text, max_tokens, model=model)
+    return None if len(spans) == 1 else text[: spans[0][1]]
 
 
 def page_of(text: str, page: int, page_tokens: int, *, model: str | None = None) -> tuple[str, int]:

@@ -27,15 +27,14 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
 from langmem_plugin.services._io import StoreSteps, aexecute, execute
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.results import (
-    RESULT_TOOL_NAMES,
-    ResultsConfig,
+from langmem_plugin.services.result_reads import (
     StoredResult,
     Transform,
     get_result_steps,
     list_results_steps,
     transform_result,
 )
+from langmem_plugin.services.results import RESULT_TOOL_NAMES, ResultsConfig
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
 __all__ = ["RESULT_TOOL_NAMES", "create_result_tools"]
