@@ -42,17 +42,17 @@ from langmem_plugin.surfaces import (
     create_memory_tools,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type checkers see the name; a module __getattr__ would hide unknown imports from them
     from langmem_plugin.stores.qdrant import QdrantStore
+else:
 
-
-def __getattr__(name: str) -> Any:
-    # Imported on first use: qdrant-client alone takes about a second to import.
-    if name != "QdrantStore":
-        raise AttributeError(f"module 'langmem_plugin' has no attribute {name!r}")
-    value = importlib.import_module("langmem_plugin.stores").QdrantStore
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        # Imported on first use: qdrant-client alone takes about a second to import.
+        if name != "QdrantStore":
+            raise AttributeError(f"module 'langmem_plugin' has no attribute {name!r}")
+        value = importlib.import_module("langmem_plugin.stores").QdrantStore
+        globals()[name] = value
+        return value
 
 
 try:

@@ -4,6 +4,8 @@
 - ``session``: memory of one conversation, ``("memories", "session", "{thread_id}")``; until deleted.
 - ``knowledge``: static documents of one agent, ``("memories", "agent", "{agent}", "knowledge")``.
 - ``run``: notes of one run, kept in graph state (``run_memory``) and cleared when the run ends.
+- ``results``: tool results of one conversation, ``("memories", "results", "{thread_id}")``; written
+  with a TTL (:class:`~langmem_plugin.services.results.ResultsConfig`), so storage stays bounded.
 
 The three stored compartments sit side by side under ``"memories"``, each under
 its own label, so no user id or thread id can ever collide with another
@@ -68,7 +70,7 @@ __all__ = [
 
 
 class Compartment(StrEnum):
-    """The four kinds of memory (DESIGN.md, "where each kind of memory lives")."""
+    """The kinds of memory (DESIGN.md, "where each kind of memory lives")."""
 
     USER = "user"
     """Long-term memory of one user, across threads."""
@@ -78,16 +80,24 @@ class Compartment(StrEnum):
     """Static documents of one agent."""
     RUN = "run"
     """Scratch notes of one run, in graph state; cleared when the run ends."""
+    RESULTS = "results"
+    """Tool results of one conversation (thread), kept with a TTL."""
 
 
 #: The compartments that live in a store (run memory lives in graph state).
-STORED_COMPARTMENTS: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION, Compartment.KNOWLEDGE)
+STORED_COMPARTMENTS: tuple[Compartment, ...] = (
+    Compartment.USER,
+    Compartment.SESSION,
+    Compartment.KNOWLEDGE,
+    Compartment.RESULTS,
+)
 
 DEFAULT_NAMESPACES: Mapping[Compartment, NamespaceTemplate] = MappingProxyType(
     {
         Compartment.USER: ("memories", "user", "{user_id}"),
         Compartment.SESSION: ("memories", "session", "{thread_id}"),
         Compartment.KNOWLEDGE: ("memories", "agent", "{agent}", "knowledge"),
+        Compartment.RESULTS: ("memories", "results", "{thread_id}"),
     }
 )
 
@@ -117,6 +127,7 @@ DEFAULT_LIMITS: Mapping[Compartment, CompartmentLimits] = MappingProxyType(
         Compartment.SESSION: CompartmentLimits(max_items=2000, max_chars=8000),
         Compartment.KNOWLEDGE: CompartmentLimits(max_items=100_000, max_chars=8000),
         Compartment.RUN: CompartmentLimits(max_items=50, max_chars=2000),
+        Compartment.RESULTS: CompartmentLimits(max_items=None, max_chars=250_000),
     }
 )
 

@@ -24,6 +24,11 @@ surface has it.
   run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
   completed plan is archived into session memory (kind ``plan``) through the same
   writer and cleared from state; a plan whose lifetime is the run is cleared too.
+- **After the tools** (:meth:`MemoryTurn.after_tools`, also run by ``before_model``): with
+  ``results`` configured, large tool results are stored in the results compartment and the
+  compaction of results the model has seen is decided once, into state (``tool_results``,
+  ``compacted``; see :mod:`~langmem_plugin.services.results`); :meth:`MemoryTurn.results_view`
+  is what :meth:`MemoryTurn.model_messages` shows of them.
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
@@ -68,6 +73,7 @@ from langmem_plugin.services.remember import (
     episode_from_messages,
     remember_steps,
 )
+from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.window import trim_window
@@ -93,6 +99,8 @@ class StateKeys:
     memory_context: str = "memory_context"
     run_memory: str = "run_memory"
     plan: str = "plan"
+    tool_results: str = "tool_results"
+    compacted: str = "compacted"
 
 
 #: The default state key names.
@@ -152,6 +160,7 @@ class MemoryTurn:
         model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
         plan: plan mode (the plan's lifetime and archive); ``None``: off. A plan in state is
             shown to the model either way.
+        results: tool results as memory (stored, shown in full once, then compacted); ``None``: off.
     """
 
     def __init__(
@@ -166,8 +175,10 @@ class MemoryTurn:
         window: WindowConfig | None = None,
         model: str | None = None,
         plan: PlanConfig | None = None,
+        results: ResultsConfig | None = None,
     ) -> None:
         self.store = store
+        self.results = results
         self.layout = layout or MemoryLayout()
         self.recall_config = recall or RecallConfig()
         self.remember_config = remember or RememberConfig()
@@ -247,12 +258,16 @@ class MemoryTurn:
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
         messages, extra = self._recall_input(state)
-        return self._update(self.recall(scope, store, messages, **extra), state)
+        return {
+            **self._update(self.recall(scope, store, messages, **extra), state),
+            **self.after_tools(state, scope, store),
+        }
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
         messages, extra = self._recall_input(state)
-        return self._update(await self.arecall(scope, store, messages, **extra), state)
+        update = self._update(await self.arecall(scope, store, messages, **extra), state)
+        return {**update, **await self.aafter_tools(state, scope, store)}
 
     def plan_section(self, state: Any) -> str:
         """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan)."""
@@ -272,7 +287,7 @@ class MemoryTurn:
 
     def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
         """What the model sees: one system message (:meth:`system_prompt`), then the window."""
-        messages: list[BaseMessage] = list(state_value(state, self.keys.messages) or [])
+        messages = self.results_view(state, state_value(state, self.keys.messages) or [])
         window = self.window
         if window is not None and (window.max_turns or window.max_tokens):
             messages = trim_window(
@@ -379,3 +394,50 @@ class MemoryTurn:
         for make, what, rooms in writes:
             await self.writer.asubmit(store, make, what, rooms=rooms)
         return update
+
+    # -- tool results ---------------------------------------------------------------------------
+
+    def results_steps(self, state: Any, scope: Scope, store: BaseStore) -> StoreSteps[dict[str, Any]]:
+        """The steps that store the state's new tool results and decide what to compact: the update."""
+        config, keys = self.results, self.keys
+        if config is None:
+            return {}
+        ttl = config.ttl_minutes if getattr(store, "supports_ttl", False) else None
+        return (
+            yield from results_update_steps(
+                list(state_value(state, keys.messages) or []),
+                state_value(state, keys.tool_results) or {},
+                state_value(state, keys.compacted) or {},
+                scope,
+                self.layout,
+                config,
+                keys=(keys.tool_results, keys.compacted),
+                ttl=ttl,
+                model=self.model,
+            )
+        )
+
+    def after_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
+        """Store new tool results, decide compaction; the state update (empty when nothing changed)."""
+        if self.results is None:
+            return {}
+        return execute(store, self.results_steps(state, scope, store))
+
+    async def aafter_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
+        """Async :meth:`after_tools`."""
+        if self.results is None:
+            return {}
+        return await aexecute(store, self.results_steps(state, scope, store))
+
+    def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``messages`` with stored results in full plus their id, or compacted, as decided in state."""
+        if self.results is None:
+            return list(messages)
+        keys = self.keys
+        return results_view(
+            messages,
+            state_value(state, keys.tool_results) or {},
+            state_value(state, keys.compacted) or {},
+            self.results,
+            model=self.model,
+        )

@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 
-if TYPE_CHECKING:
-    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantOptions, QdrantSearchConfig, QdrantStore
-
 _LAZY = frozenset({"QdrantStore", "QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig"})
 
+if TYPE_CHECKING:  # type checkers see the names; a module __getattr__ would hide unknown imports from them
+    from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantOptions, QdrantSearchConfig, QdrantStore
+else:
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'langmem_plugin.stores' has no attribute {name!r}")
-    value = getattr(importlib.import_module("langmem_plugin.stores.qdrant"), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        if name not in _LAZY:
+            raise AttributeError(f"module 'langmem_plugin.stores' has no attribute {name!r}")
+        value = getattr(importlib.import_module("langmem_plugin.stores.qdrant"), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [

@@ -37,6 +37,7 @@ from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import Recall, RecallConfig
 from langmem_plugin.services.remember import RememberConfig
+from langmem_plugin.services.results import ResultsConfig
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
 from langmem_plugin.surfaces.callbacks import (
@@ -46,6 +47,7 @@ from langmem_plugin.surfaces.callbacks import (
 )
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.plan_tools import create_plan_tools
+from langmem_plugin.surfaces.result_tools import create_result_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 if TYPE_CHECKING:
@@ -120,6 +122,10 @@ class Memory:
             the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
             is rendered into the system prompt at every model call, and a completed plan is
             archived into session memory when the run ends.
+        results: tool results as memory (:class:`~langmem_plugin.services.results.ResultsConfig`):
+            large results stored in the thread's results compartment, shown in full once, then
+            as a citation; :attr:`tools` gains ``retrieve_result`` and ``query_results``.
+            ``None`` (the default): off.
 
     Attributes:
         store: the store every surface uses.
@@ -141,6 +147,7 @@ class Memory:
         window: WindowConfig | None = None,
         tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
         plan: bool | PlanConfig = False,
+        results: ResultsConfig | None = None,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -165,6 +172,7 @@ class Memory:
             window=window,
             model=model,
             plan=self.plan_config,
+            results=results,
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
@@ -189,10 +197,22 @@ class Memory:
 
     @cached_property
     def tools(self) -> list[BaseTool]:
-        """The memory tools (and the plan tools in plan mode): ``model.bind_tools(memory.tools)``,
-        ``ToolNode(memory.tools)``, ``create_agent(model, tools=memory.tools, ...)``."""
-        config = self.tools_config
-        tools = create_memory_tools(
+        """The memory tools (the plan tools in plan mode, the result tools with ``results``):
+        ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``,
+        ``create_agent(model, tools=memory.tools, ...)``."""
+        tools = [*self._memory_tools(self.tools_config), *self._result_tools()]
+        if self.plan_config is not None:
+            tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
+        return tools
+
+    def _result_tools(self) -> list[BaseTool]:
+        config = self.turn.results
+        if config is None:
+            return []
+        return create_result_tools(store=self.store, layout=self.layout, config=config, model=self.model)
+
+    def _memory_tools(self, config: ToolsConfig) -> list[BaseTool]:
+        return create_memory_tools(
             store=self.store,
             layout=self.layout,
             include=config.include,
@@ -200,9 +220,6 @@ class Memory:
             instructions=config.instructions,
             compartments=config.compartments,
         )
-        if self.plan_config is not None:
-            tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
-        return tools
 
     def model_node(
         self,

@@ -11,10 +11,13 @@ nodes and the callback handler use:
 
 - ``before_model``: :meth:`MemoryTurn.before_model` when a user message starts the
   turn; the fenced prompt and the record go into state (``memory_prompt``,
-  ``memory_context``);
+  ``memory_context``); before the other model calls, :meth:`MemoryTurn.after_tools`
+  (new tool results stored, compaction decided into state);
 - ``wrap_model_call``: the model sees :meth:`MemoryTurn.system_prompt` (the system
   message plus the memory prompt, with the plan section rendered from the state at this
-  call) through ``request.override(system_message=...)``; the state is not modified;
+  call) through ``request.override(system_message=...)``, and the messages with stored
+  results compacted as decided (:meth:`MemoryTurn.results_view`) through
+  ``request.override(messages=...)``; the state is not modified;
 - ``after_model``: :meth:`MemoryTurn.after_model`: when the model answered (no tool
   calls), the exchange is stored as an episode and run memory is cleared.
 
@@ -32,6 +35,7 @@ from langchain_core.messages import SystemMessage
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.services.plan import Plan, plan_reducer
+from langmem_plugin.services.results import keep_first
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -56,6 +60,8 @@ class MemoryAgentState(AgentState[Any]):
     memory_context: NotRequired[dict[str, Any]]
     run_memory: NotRequired[list[str]]
     plan: NotRequired[Annotated[Plan | None, plan_reducer]]
+    tool_results: Annotated[NotRequired[dict[str, Any]], keep_first]
+    compacted: Annotated[NotRequired[dict[str, str]], keep_first]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
@@ -81,23 +87,30 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         return resolve_scope_and_store(None, self.turn.store, runtime=runtime, what="the memory middleware")
 
     def before_model(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Recall when a user message starts the turn."""
+        """Recall when a user message starts the turn; otherwise store new tool results."""
         if not self.turn.starts_turn(state):
-            return None
+            return self.turn.after_tools(state, *self._scope(runtime)) or None
         return self.turn.before_model(state, *self._scope(runtime))
 
     async def abefore_model(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async :meth:`before_model`."""
         if not self.turn.starts_turn(state):
-            return None
+            return await self.turn.aafter_tools(state, *self._scope(runtime)) or None
         return await self.turn.abefore_model(state, *self._scope(runtime))
 
     def _with_memory(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        request = self._with_results(request)
         current = request.system_message.text if request.system_message is not None else None
         system = self.turn.system_prompt(request.state, current)
         if system is None or system == current:
             return request
         return request.override(system_message=SystemMessage(system))
+
+    def _with_results(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        if self.turn.results is None:
+            return request
+        view: list[Any] = self.turn.results_view(request.state, request.messages)
+        return request.override(messages=view)
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]

@@ -10,6 +10,9 @@ surface shares:
 - :class:`RememberNode`: :meth:`MemoryTurn.after_model` — the last exchange stored
   as an episode (inline or in the background, retried, never raising) and run
   memory cleared: place it where the run ends;
+- :class:`ResultsNode`: :meth:`MemoryTurn.after_tools` — new tool results stored,
+  compaction decided (``add_memory_agent`` puts it between the tools and the model
+  when the turn has ``results``);
 - :class:`ModelNode`: calls a chat model with :meth:`MemoryTurn.model_messages`
   (instructions, memory prompt, the conversation window);
 - :func:`add_memory_agent` wires recall → model → tools → remember into an
@@ -34,10 +37,11 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.plan import Plan, plan_reducer
+from langmem_plugin.services.results import keep_first
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
-__all__ = ["MemoryState", "ModelNode", "RecallNode", "RememberNode", "add_memory_agent"]
+__all__ = ["MemoryState", "ModelNode", "RecallNode", "RememberNode", "ResultsNode", "add_memory_agent"]
 
 
 class MemoryState(MessagesState, total=False):
@@ -50,12 +54,16 @@ class MemoryState(MessagesState, total=False):
         run_memory: notes of this run (strings), always injected, cleared when the run ends.
         plan: the agent's plan (:mod:`langmem_plugin.services.plan`), changed by the plan tools;
             its reducer merges the updates of parallel tool calls.
+        tool_results: the stored tool results, by tool-call id (written once).
+        compacted: the citation the model sees instead of a result, by tool-call id (decided once).
     """
 
     memory_prompt: str
     memory_context: dict[str, Any]
     run_memory: list[str]
     plan: Annotated[Plan | None, plan_reducer]
+    tool_results: Annotated[dict[str, Any], keep_first]
+    compacted: Annotated[dict[str, str], keep_first]
 
 
 class RecallNode(RunnableLambda[Any, dict[str, Any]]):
@@ -103,6 +111,27 @@ class RememberNode(RunnableLambda[Any, dict[str, Any]]):
     async def _async(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         scope, store = resolve_scope_and_store(config, self.turn.store, what="the remember node")
         return await self.turn.aafter_model(state, scope, store, final=True) or {}
+
+
+class ResultsNode(RunnableLambda[Any, dict[str, Any]]):
+    """After the tools: :meth:`MemoryTurn.after_tools` — new tool results stored, compaction decided.
+
+    Args:
+        turn: the turn service (with ``results``); ``None``: a default one (results off).
+        name: the node's name.
+    """
+
+    def __init__(self, turn: MemoryTurn | None = None, *, name: str = "results") -> None:
+        self.turn = turn or MemoryTurn()
+        super().__init__(self._sync, afunc=self._async, name=name)
+
+    def _sync(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        scope, store = resolve_scope_and_store(config, self.turn.store, what="the results node")
+        return self.turn.after_tools(state, scope, store)
+
+    async def _async(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        scope, store = resolve_scope_and_store(config, self.turn.store, what="the results node")
+        return await self.turn.aafter_tools(state, scope, store)
 
 
 class ModelNode(RunnableLambda[Any, dict[str, Any]]):
@@ -169,13 +198,15 @@ def add_memory_agent(
         instructions: system instructions (when ``model`` is a chat model).
         turn: the turn service whose state keys, window and tokenizer the model node uses
             (``memory.turn``); ``None``: the defaults.
-        names: rename the nodes: keys ``recall``, ``agent``, ``tools``, ``remember``.
+        names: rename the nodes: keys ``recall``, ``agent``, ``tools``, ``remember`` (and ``results``:
+            the :class:`ResultsNode` between tools and agent, added when ``turn.results`` is set).
         connect: add the ``START`` and ``END`` edges too; ``False`` leaves them to you.
 
     Returns:
         ``builder``, for chaining.
     """
-    n = {"recall": "recall", "agent": "agent", "tools": "tools", "remember": "remember", **dict(names or {})}
+    n = {"recall": "recall", "agent": "agent", "tools": "tools", "remember": "remember", "results": "results"}
+    n.update(names or {})
     keys = turn.keys if turn is not None else DEFAULT_KEYS
     node: Any = model
     if isinstance(model, BaseChatModel):
@@ -191,10 +222,22 @@ def add_memory_agent(
             lambda state: tools_condition(state, messages_key=keys.messages),
             {"tools": n["tools"], END: n["remember"]},
         )
-        builder.add_edge(n["tools"], n["agent"])
+        _connect_tools(builder, n, turn)
     else:
         builder.add_edge(n["agent"], n["remember"])
     if connect:
         builder.add_edge(START, n["recall"])
         builder.add_edge(n["remember"], END)
     return builder
+
+
+def _connect_tools(
+    builder: StateGraph[Any, Any, Any, Any], n: Mapping[str, str], turn: MemoryTurn | None
+) -> None:
+    """tools → agent, or tools → results → agent when the turn stores tool results."""
+    if turn is None or turn.results is None:
+        builder.add_edge(n["tools"], n["agent"])
+        return
+    builder.add_node(n["results"], ResultsNode(turn, name=n["results"]))
+    builder.add_edge(n["tools"], n["results"])
+    builder.add_edge(n["results"], n["agent"])

@@ -1,0 +1,286 @@
+"""``python -m langmem_plugin.bench.context``: how light the context stays on a research trace.
+
+A scripted agent makes 20 tool calls in one turn, each returning a large result
+(web pages of 5–50 KB and JSON rows, built from the LoCoMo conversations), then
+answers. The same trace runs through:
+
+- **none**: a graph with memory but no result management — every result in full, every call;
+- **context-editing**: ``create_agent`` with LangChain's ``ContextEditingMiddleware``
+  (``ClearToolUsesEdit`` with its defaults);
+- **ours**: the same graph with ``Memory(results=ResultsConfig(...))`` — each result stored,
+  shown in full once, then a citation decided once: after one model call (the default), or
+  only when the conversation passes 16k / 32k tokens (fewer, larger compactions: the prompt
+  grows append-only between them, which a provider's prompt cache rewards).
+
+Per model call it prints the prompt tokens (``gpt-4o-mini``'s tokenizer) and, per
+setup, how many calls fit in 16k and 128k tokens, the share of the previous
+prompt that is an unchanged prefix of the next (what a provider's prompt cache
+can reuse; "uncached" sums what each call adds beyond that prefix), and for
+ours whether every stored result reads back in full
+through ``retrieve_result``. Numbers are printed, not written down anywhere:
+run it to see them on this machine and this version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+
+from langmem_plugin import Memory, MemoryState
+from langmem_plugin.bench.report import format_table
+from langmem_plugin.core.tokens import count_message_tokens
+from langmem_plugin.services.results import ResultsConfig
+from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
+
+__all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]
+
+DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")
+MODEL = "gpt-4o-mini"
+_SIZES_KB = (5, 12, 30, 50, 8, 20, 40, 15, 25, 10)
+#: Our setups: compact after one call (the default), or only past a token threshold (cache-friendly).
+OURS = {
+    "ours: keep 1 call": ResultsConfig(),
+    "ours: past 16k": ResultsConfig(keep_calls=None, compact_above_tokens=16_000, compact_target=0.25),
+    "ours: past 32k": ResultsConfig(keep_calls=None, compact_above_tokens=32_000, compact_target=0.25),
+}
+_CONFIG: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": "research"}}
+
+
+def _turns(conversation: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    sessions = []
+    for key, value in conversation.items():
+        if key.startswith("session_") and isinstance(value, list):
+            sessions.append((str(conversation.get(f"{key}_date_time", key)), value))
+    return sessions
+
+
+def _page(conversation: dict[str, Any], start: int, size: int) -> str:
+    sessions = _turns(conversation)
+    title = f"{conversation['speaker_a']} and {conversation['speaker_b']}: conversation notes"
+    parts = [f"<html><head><title>{title}</title></head><body>", f"<h1>{title}</h1>"]
+    i = start
+    while sum(len(p) for p in parts) < size:
+        date, turns = sessions[i % len(sessions)]
+        parts.append(f"<h2>{date}</h2>")
+        parts.extend(f"<p><b>{t['speaker']}</b>: {t['text']}</p>" for t in turns)
+        i += 1
+    return "\n".join(parts)[:size] + "</body></html>"
+
+
+def _rows(conversation: dict[str, Any], start: int, size: int) -> str:
+    rows: list[dict[str, Any]] = []
+    sessions = _turns(conversation)
+    i = start
+    while len(json.dumps(rows)) < size:
+        date, turns = sessions[i % len(sessions)]
+        rows.extend(
+            {"date": date, "id": t["dia_id"], "speaker": t["speaker"], "text": t["text"]} for t in turns
+        )
+        i += 1
+    while len(json.dumps(rows)) > size and len(rows) > 1:
+        rows.pop()
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def build_trace(data: Path, steps: int = 20) -> list[tuple[str, str, str]]:
+    """``(tool, argument, result)`` for each step: pages and JSON rows of 5–50 KB from LoCoMo."""
+    conversations = [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
+    trace = []
+    for step in range(steps):
+        conversation = conversations[step % len(conversations)]
+        size = _SIZES_KB[step % len(_SIZES_KB)] * 1024
+        if step % 2 == 0:
+            trace.append(("fetch_page", f"https://notes.example/{step}", _page(conversation, step, size)))
+        else:
+            trace.append(
+                ("query_rows", f"select * from turns where step = {step}", _rows(conversation, step, size))
+            )
+    return trace
+
+
+def _tools(trace: Sequence[tuple[str, str, str]]) -> list[BaseTool]:
+    results = {argument: result for _, argument, result in trace}
+
+    @tool
+    def fetch_page(url: str) -> str:
+        """Fetch a web page."""
+        return results[url]
+
+    @tool
+    def query_rows(sql: str) -> str:
+        """Run a read-only SQL query; rows as JSON."""
+        return results[sql]
+
+    return [fetch_page, query_rows]
+
+
+def _script(trace: Sequence[tuple[str, str, str]]) -> list[Any]:
+    calls: list[Any] = [
+        tool_call(name, **({"url": arg} if name == "fetch_page" else {"sql": arg})) for name, arg, _ in trace
+    ]
+    return [*calls, "Here is what I found."]
+
+
+def _serial(message: BaseMessage) -> str:
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
+    return json.dumps(
+        [message.type, message.content, getattr(message, "tool_call_id", None), calls], default=str
+    )
+
+
+def _kept(before: list[BaseMessage], after: list[BaseMessage]) -> int:
+    """The tokens of ``before`` that are an unchanged prefix of ``after`` (what a prompt cache reuses)."""
+    same = 0
+    for a, b in zip(before, after, strict=False):
+        if _serial(a) != _serial(b):
+            break
+        same += 1
+    return count_message_tokens(before[:same], model=MODEL) if same else 0
+
+
+@dataclass
+class Setup:
+    """What one setup measured."""
+
+    name: str
+    tokens: list[int]
+    kept: list[int]
+    retrievable: float | None = None
+
+    @property
+    def stable(self) -> list[float]:
+        """Per call after the first: the share of the previous prompt that is a prefix of this one."""
+        return [k / t if t else 1.0 for k, t in zip(self.kept, self.tokens, strict=False)]
+
+    @property
+    def uncached(self) -> int:
+        """Prompt tokens summed over the calls, less what each call shares as a prefix with the one before."""
+        return self.tokens[0] + sum(t - k for t, k in zip(self.tokens[1:], self.kept, strict=True))
+
+    def fits(self, limit: int) -> int:
+        """How many model calls, from the first, fit in ``limit`` tokens."""
+        return next((i for i, t in enumerate(self.tokens) if t > limit), len(self.tokens))
+
+
+@dataclass
+class ContextBenchResult:
+    """Every setup's numbers."""
+
+    setups: list[Setup] = field(default_factory=list)
+
+    def report(self) -> str:
+        """The tables and the summary, as text."""
+        steps = len(self.setups[0].tokens)
+        rows = [[i + 1, *(s.tokens[i] for s in self.setups)] for i in range(steps)]
+        lines = [
+            "Prompt tokens per model call (gpt-4o-mini tokenizer)",
+            format_table(["call", *(s.name for s in self.setups)], rows),
+            "",
+        ]
+        none = self.setups[0].tokens[-1]
+        summary = []
+        for s in self.setups:
+            saved = f"{100 * (1 - s.tokens[-1] / none):.1f}%" if none else "n/a"
+            mean = sum(s.stable) / len(s.stable) if s.stable else 1.0
+            retrievable = "n/a" if s.retrievable is None else f"{100 * s.retrievable:.0f}%"
+            summary.append(
+                [s.name, s.tokens[-1], saved, sum(s.tokens), s.uncached, s.fits(16_000), s.fits(128_000),
+                 f"{100 * mean:.1f}%", f"{100 * min(s.stable or [1.0]):.1f}%", retrievable]
+            )  # fmt: skip
+        headers = ["setup", "last call", "fewer than none", "all calls", "all calls, uncached",
+                   "calls in 16k", "calls in 128k", "prefix kept (mean)", "prefix kept (min)",
+                   "retrievable"]  # fmt: skip
+        lines.append(format_table(headers, summary))
+        return "\n".join(lines)
+
+
+def _measure(name: str, calls: list[list[BaseMessage]]) -> Setup:
+    tokens = [count_message_tokens(c, model=MODEL) for c in calls]
+    kept = [_kept(a, b) for a, b in itertools.pairwise(calls)]
+    return Setup(name, tokens, kept)
+
+
+def _graph_run(
+    name: str, trace: Sequence[tuple[str, str, str]], results: ResultsConfig | None
+) -> tuple[Setup, Memory]:
+    memory = Memory(embeddings=FakeEmbeddings(), model=MODEL, results=results)
+    model = ScriptedChatModel(_script(trace))
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, model, tools=_tools(trace), instructions="You research and report.")
+    graph = builder.compile(checkpointer=InMemorySaver(), store=memory.store)
+    graph.invoke({"messages": [HumanMessage("Research these conversations.")]}, _CONFIG)
+    return _measure(name, model.calls), memory
+
+
+def _context_editing_run(trace: Sequence[tuple[str, str, str]]) -> Setup | None:
+    try:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware
+    except ImportError:  # pragma: no cover - the agents extra is missing
+        return None
+    model = ScriptedChatModel(_script(trace))
+    agent = create_agent(
+        model,
+        tools=_tools(trace),
+        system_prompt="You research and report.",
+        middleware=[ContextEditingMiddleware(edits=[ClearToolUsesEdit()])],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("Research these conversations.")]}, _CONFIG)
+    return _measure("context-editing", model.calls)
+
+
+def _retrievable(memory: Memory, trace: Sequence[tuple[str, str, str]]) -> float:
+    (retrieve,) = [t for t in memory.tools if t.name == "retrieve_result"]
+    (query,) = [t for t in memory.tools if t.name == "query_results"]
+    stored = json.loads(query.invoke({"limit": 100}, _CONFIG))
+    originals = {result for _, _, result in trace}
+    whole = 0
+    for entry in stored:
+        parts, page, pages = [], 1, 1
+        while page <= pages:
+            answer = retrieve.invoke({"id": entry["id"], "page": page}, _CONFIG)
+            head, body = answer.split(":\n", 1)
+            pages = int(head.split(" of ")[1].split(";")[0])
+            parts.append(body)
+            page += 1
+        whole += "".join(parts) in originals
+    return whole / len(trace)
+
+
+def run_context_bench(data: Path = DEFAULT_DATA, steps: int = 20) -> ContextBenchResult:
+    """Run the trace through every setup and return the numbers."""
+    trace = build_trace(data, steps)
+    setups = [_graph_run("none", trace, None)[0]]
+    editing = _context_editing_run(trace)
+    if editing is not None:
+        setups.append(editing)
+    for name, config in OURS.items():
+        ours, memory = _graph_run(name, trace, config)
+        ours.retrievable = _retrievable(memory, trace)
+        setups.append(ours)
+    return ContextBenchResult(setups)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: ``python -m langmem_plugin.bench.context [--data PATH] [--steps N]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path to locomo10.json")
+    parser.add_argument("--steps", type=int, default=20, help="tool calls in the trace")
+    args = parser.parse_args(argv)
+    print(run_context_bench(args.data, args.steps).report())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,410 @@
+"""Tool results as memory: stored once with an id, shown in full once, then compacted to a citation.
+
+A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
+exclude lists allow) is written to the ``results`` compartment, thread-scoped
+and with a TTL, under a short id derived from its tool-call id (so a replay
+writes nothing new), as a :class:`~langmem_plugin.core.record.MemoryRecord` of
+kind ``tool_result`` with the tool, its arguments and its size. A result longer
+than the compartment's ``max_chars`` (:class:`~langmem_plugin.services.layout.MemoryLayout`
+limits) is stored cut to it, and says so when read back.
+
+What the model sees of a stored result (:func:`results_view`):
+
+1. in full, up to :attr:`ResultsConfig.full_tokens` tokens, followed by its id;
+2. once the model has been called :attr:`ResultsConfig.keep_calls` times with it
+   (per tool: :attr:`ResultsConfig.keep_calls_by_tool`), or once the conversation
+   passes :attr:`ResultsConfig.compact_above_tokens`: a citation — id, tool,
+   arguments, size, a short description (:mod:`~langmem_plugin.services.compactors`)
+   and how to get the rest (``retrieve_result``).
+
+Two state keys carry it, both merged with :func:`keep_first` (an entry, once
+written, never changes): ``tool_results`` (tool-call id → what was stored) and
+``compacted`` (tool-call id → the citation text). The citation is decided once
+and kept verbatim, so the prompt prefix stays byte-identical from call to call
+(the provider's prompt cache keeps working) and a second pass changes nothing.
+The checkpointed messages are never rewritten: only the copy the model sees is.
+
+Sub-agents: a subgraph run under the parent's config (same ``thread_id``) whose
+``Memory`` has the same layout shares the parent's stored results — each side's
+``retrieve_result`` reads what the other stored. Give the sub-agent its own
+results template to isolate it:
+``MemoryLayout(namespaces={"results": ("memories", "results", "{thread_id}", "researcher")})``.
+The ``tool_results`` and ``compacted`` keys live in each graph's own state.
+
+Everything here is pure or store steps (:data:`~langmem_plugin.services.store_steps.StoreSteps`);
+:class:`~langmem_plugin.services.turn.MemoryTurn` runs them for every surface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.store.base import GetOp, Item, PutOp
+
+from langmem_plugin.core.fence import quote
+from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_message_tokens, count_tokens
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.compactors import (
+    Compactor,
+    compact,
+    head_tokens,
+)
+from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.store_steps import StoreSteps
+
+__all__ = [
+    "RESULT_TOOL_NAMES",
+    "PendingResult",
+    "ResultsConfig",
+    "citation",
+    "decide_compaction",
+    "full_view",
+    "keep_first",
+    "pending_results",
+    "result_id",
+    "results_update_steps",
+    "results_view",
+    "store_results_steps",
+]
+
+#: The tools that read stored results; their own output is never stored again.
+RESULT_TOOL_NAMES = ("retrieve_result", "query_results")
+
+_MAX_ARGS_CHARS = 400
+
+
+@dataclass(frozen=True)
+class ResultsConfig:
+    """Which tool results are stored, and when the model sees a citation instead.
+
+    Attributes:
+        min_chars: results shorter than this are neither stored nor compacted.
+        include: only these tools (``None``: every tool).
+        exclude: never these tools (the result tools themselves are always excluded).
+        full_tokens: the most tokens of a result the model sees the first time.
+        keep_calls: model calls that see a result in full before it is compacted (``None``: no
+            limit by calls; use ``compact_above_tokens``).
+        keep_calls_by_tool: ``keep_calls`` for one tool: ``{"web_fetch": 2}``.
+        compact_above_tokens: when the conversation the model sees passes this many tokens,
+            results already seen once are compacted, oldest first (``None``: never).
+        compact_target: how far that goes: until the conversation is at most this fraction of
+            ``compact_above_tokens``. Lower: compaction fires seldom, and between firings every
+            prompt is the previous one plus new messages (the provider's prompt cache reuses it).
+        ttl_minutes: how long a stored result lives (stores with TTL support; ``None``: forever).
+        page_tokens: the tokens of one page of ``retrieve_result``.
+        summary_chars: the length of the description in a citation.
+        compactors: a compactor per tool name, ``(text, max_chars) -> description``; other tools
+            are described by shape (JSON, table, text).
+    """
+
+    min_chars: int = 2000
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    full_tokens: int = 4000
+    keep_calls: int | None = 1
+    keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
+    compact_above_tokens: int | None = None
+    compact_target: float = 1.0
+    ttl_minutes: float | None = 24 * 60
+    page_tokens: int = 2000
+    summary_chars: int = 200
+    compactors: Mapping[str, Compactor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("min_chars", "full_tokens", "keep_calls", "page_tokens", "summary_chars"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigurationError(
+                    f"ResultsConfig.{name} must be at least 1, got {getattr(self, name)}"
+                )
+        if not 0 < self.compact_target <= 1:
+            raise ConfigurationError(
+                f"ResultsConfig.compact_target must be in (0, 1], got {self.compact_target}"
+            )
+        bad = {tool: n for tool, n in self.keep_calls_by_tool.items() if n < 1}
+        if bad:
+            raise ConfigurationError(f"ResultsConfig.keep_calls_by_tool values must be at least 1, got {bad}")
+
+    def stores(self, tool: str) -> bool:
+        """Whether results of ``tool`` are stored (include and exclude lists)."""
+        if tool in RESULT_TOOL_NAMES or tool in self.exclude:
+            return False
+        return self.include is None or tool in self.include
+
+    def keep_calls_for(self, tool: str) -> int | None:
+        """The model calls that see a result of ``tool`` in full."""
+        return self.keep_calls_by_tool.get(tool, self.keep_calls)
+
+
+def keep_first(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The reducer of ``tool_results`` and ``compacted``: new keys are added, existing ones never change."""
+    return {**(right or {}), **(left or {})}
+
+
+def result_id(tool_call_id: str) -> str:
+    """The short id of the result of ``tool_call_id``: ``r`` + 12 hex digits, whatever the call id.
+
+    >>> result_id("call_1") == result_id("call_1"), len(result_id("x" * 5000))
+    (True, 13)
+    """
+    return "r" + hashlib.blake2b(tool_call_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def _text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+def _args_text(args: Any) -> str:
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= _MAX_ARGS_CHARS else text[: _MAX_ARGS_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class PendingResult:
+    """A tool result to store: its ids, tool, arguments and text."""
+
+    tool_call_id: str
+    id: str
+    tool: str
+    args: str
+    text: str
+    tokens: int
+
+    def entry(self) -> dict[str, Any]:
+        """What the ``tool_results`` state key keeps of it (small, JSON)."""
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "args": self.args,
+            "chars": len(self.text),
+            "tokens": self.tokens,
+        }
+
+    def value(self, max_chars: int) -> dict[str, Any]:
+        """The store value: a ``tool_result`` memory record."""
+        content = self.text[:max_chars]
+        metadata = {
+            "result_id": self.id,
+            "tool": self.tool[:200],
+            "tool_call_id": self.tool_call_id[:500],
+            "args": self.args,
+            "chars": str(len(self.text)),
+            "tokens": str(self.tokens),
+        }
+        if len(content) < len(self.text):
+            metadata["truncated"] = "true"
+        record = MemoryRecord.validate_value(
+            {
+                "content": content,
+                "category": "tool_results",
+                "kind": MemoryKind.TOOL_RESULT,
+                "source": f"tool:{self.tool[:200]}",
+                "metadata": metadata,
+            },
+            max_content_chars=max_chars,
+        )
+        return record.to_value()
+
+
+def pending_results(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> list[PendingResult]:
+    """The tool results of ``messages`` to store: large enough, of an allowed tool, not ``stored`` yet."""
+    calls: dict[str, dict[str, Any]] = {}
+    pending: list[PendingResult] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            calls.update({str(c["id"]): dict(c) for c in message.tool_calls if c.get("id")})
+            continue
+        if not isinstance(message, ToolMessage) or message.tool_call_id in stored:
+            continue
+        call = calls.get(message.tool_call_id, {})
+        tool = str(message.name or call.get("name") or "unknown")
+        text = _text(message)
+        if message.status == "error" or len(text) < config.min_chars or not text.strip():
+            continue
+        if not config.stores(tool):
+            continue
+        pending.append(
+            PendingResult(
+                tool_call_id=message.tool_call_id,
+                id=result_id(message.tool_call_id),
+                tool=tool,
+                args=_args_text(call.get("args", {})),
+                text=text,
+                tokens=count_tokens(text, model=model),
+            )
+        )
+    return pending
+
+
+def store_results_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    pending: Sequence[PendingResult],
+    *,
+    max_chars: int,
+    ttl: float | None = None,
+) -> StoreSteps[dict[str, dict[str, Any]]]:
+    """Write ``pending`` results that are not in the store yet; the ``tool_results`` entries."""
+    if not pending:
+        return {}
+    namespace = layout.namespace(Compartment.RESULTS, scope)
+    found: list[Item | None] = yield [GetOp(namespace, p.id, refresh_ttl=False) for p in pending]
+    puts = [
+        PutOp(namespace, p.id, p.value(max_chars), index=False, ttl=ttl)
+        for p, item in zip(pending, found, strict=True)
+        if item is None
+    ]
+    if puts:
+        yield puts
+    return {p.tool_call_id: p.entry() for p in pending}
+
+
+# -- what the model sees ------------------------------------------------------------------------
+
+
+def full_view(text: str, entry: Mapping[str, Any], config: ResultsConfig, *, model: str | None = None) -> str:
+    """A stored result as the model sees it first: in full (up to ``full_tokens``), then its id."""
+    rid = entry["id"]
+    shown = head_tokens(text, config.full_tokens, model=model)
+    cut = ""
+    if shown is not None:
+        cut = f"\n[cut: the first {config.full_tokens} of {entry['tokens']} tokens are shown]"
+        text = shown
+    return (
+        f"{text}{cut}\n[result {rid} stored ({entry['chars']} characters); "
+        f'retrieve_result(id="{rid}") reads it again]'
+    )
+
+
+def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
+    """The compacted form of a stored result: id, tool, arguments, size, a description, how to get the rest.
+
+    Every field that comes from the tool or the model is quoted
+    (:func:`~langmem_plugin.services.recall.quote`), so none can open or close a prompt fence.
+    """
+    rid = entry["id"]
+    about = compact(text, config.summary_chars, tool=entry["tool"], compactors=config.compactors)
+    return (
+        f"[result {rid} compacted: tool {quote(str(entry['tool']))}, args {quote(str(entry['args']))}, "
+        f"{entry['chars']} characters, {entry['tokens']} tokens]\n"
+        f"about: {quote(about)}\n"
+        f'more: retrieve_result(id="{rid}", transform=full|excerpt|first_n|last_n|filtered|summary)'
+    )
+
+
+def _ages(messages: Sequence[BaseMessage]) -> dict[str, tuple[ToolMessage, int]]:
+    """Each tool message by call id, with the number of model answers (AI messages) after it."""
+    ages: dict[str, tuple[ToolMessage, int]] = {}
+    answers = 0
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            answers += 1
+        elif isinstance(message, ToolMessage) and message.tool_call_id not in ages:
+            ages[message.tool_call_id] = (message, answers)
+    return dict(reversed(list(ages.items())))  # oldest first
+
+
+def results_view(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> list[BaseMessage]:
+    """``messages`` as the model sees them: stored results in full with their id, or their citation.
+
+    A new list of copies; ``messages`` is not changed, and the pairs of tool call and result stay.
+    """
+    view: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in stored:
+            key = message.tool_call_id
+            content = compacted.get(key) or full_view(_text(message), stored[key], config, model=model)
+            message = message.model_copy(update={"content": content})
+        view.append(message)
+    return view
+
+
+def decide_compaction(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    config: ResultsConfig,
+    *,
+    model: str | None = None,
+) -> dict[str, str]:
+    """The results to compact now (tool-call id → citation); one in ``compacted`` is never decided again."""
+    ages = _ages(messages)
+    new: dict[str, str] = {}
+    for key, (message, age) in ages.items():
+        entry = stored.get(key)
+        keep = config.keep_calls_for(entry["tool"]) if entry is not None else None
+        if entry is not None and key not in compacted and keep is not None and age >= keep:
+            new[key] = citation(_text(message), entry, config)
+    if config.compact_above_tokens is None:
+        return new
+    view = results_view(messages, stored, {**compacted, **new}, config, model=model)
+    total = count_message_tokens(view, model=model)
+    if total <= config.compact_above_tokens:
+        return new
+    target = config.compact_above_tokens * config.compact_target
+    for key, (message, age) in ages.items():
+        if total <= target:
+            break
+        entry = stored.get(key)
+        if entry is None or key in compacted or key in new or age < 1:
+            continue  # a result the model has not seen yet is shown once in full
+        new[key] = citation(_text(message), entry, config)
+        full = full_view(_text(message), entry, config, model=model)
+        total -= count_tokens(full, model=model) - count_tokens(new[key], model=model)
+    return new
+
+
+def results_update_steps(
+    messages: Sequence[BaseMessage],
+    stored: Mapping[str, Any],
+    compacted: Mapping[str, str],
+    scope: Scope,
+    layout: MemoryLayout,
+    config: ResultsConfig,
+    *,
+    keys: tuple[str, str] = ("tool_results", "compacted"),
+    ttl: float | None = None,
+    model: str | None = None,
+) -> StoreSteps[dict[str, Any]]:
+    """Store the new results of ``messages`` and decide what to compact: the state update (maybe empty).
+
+    Args:
+        messages: the conversation in state (not changed).
+        stored: the ``tool_results`` state value.
+        compacted: the ``compacted`` state value.
+        scope: whose results (``thread_id``).
+        layout: where the results compartment lives.
+        config: what is stored and when it is compacted.
+        keys: the state keys of ``tool_results`` and ``compacted``.
+        ttl: the TTL of new results in minutes (``None``: the store keeps them).
+        model: whose tokenizer counts.
+    """
+    pending = pending_results(messages, stored, config, model=model)
+    max_chars = layout.limits_for(Compartment.RESULTS).max_chars
+    new_entries = yield from store_results_steps(scope, layout, pending, max_chars=max_chars, ttl=ttl)
+    decided = decide_compaction(messages, {**stored, **new_entries}, compacted, config, model=model)
+    update: dict[str, Any] = {}
+    if new_entries:
+        update[keys[0]] = new_entries
+    if decided:
+        update[keys[1]] = decided
+    return update
