@@ -81,6 +81,7 @@ class MemoryKind(StrEnum):
     SUMMARY = "summary"
     INSTRUCTION = "instruction"
     NOTE = "note"
+    EVENT = "event"
 
 
 class MemoryRecord(BaseModel):

@@ -15,7 +15,9 @@ surface has it.
   an answer, the exchange is written as an episode through the shared
   :class:`~langmem_plugin.services.remember.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
-  run memory and records what was written.
+  run memory and records what was written. With a reflector, the finished turn is
+  handed to background extraction and consolidation
+  (:class:`~langmem_plugin.services.reflection.Reflector`, debounced per thread).
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services._io.execute` or
@@ -48,8 +50,10 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services._io import StoreSteps, aexecute, execute
+from langmem_plugin.services.forgetting import index_thread_ops
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
+from langmem_plugin.services.reflection import Reflector
 from langmem_plugin.services.remember import (
     EpisodeWriter,
     RememberConfig,
@@ -122,6 +126,8 @@ class MemoryTurn:
         keys: state key names.
         window: how much of the conversation the model sees.
         model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
+        reflector: background extraction and consolidation, scheduled when a turn ends with an
+            answer (``None``: no extraction).
     """
 
     def __init__(
@@ -135,6 +141,7 @@ class MemoryTurn:
         keys: StateKeys = DEFAULT_KEYS,
         window: WindowConfig | None = None,
         model: str | None = None,
+        reflector: Reflector | None = None,
     ) -> None:
         self.store = store
         self.layout = layout or MemoryLayout()
@@ -146,6 +153,8 @@ class MemoryTurn:
         self.model = model
         self._retrievers: dict[int, HybridRetriever] = {}
         self._lock = threading.Lock()
+        self.reflector = reflector
+        self._indexed: set[tuple[int, str | None, str | None]] = set()
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -284,7 +293,8 @@ class MemoryTurn:
             return None
         write, update = after
         if write is not None:
-            self.writer.submit(store, write.make_steps, write.what)
+            self.writer.submit(store, self._with_thread_index(write.make_steps, scope, store), write.what)
+            self._reflect(state, scope, store)
         return update
 
     async def aafter_model(
@@ -296,5 +306,35 @@ class MemoryTurn:
             return None
         write, update = after
         if write is not None:
-            await self.writer.asubmit(store, write.make_steps, write.what)
+            make = self._with_thread_index(write.make_steps, scope, store)
+            await self.writer.asubmit(store, make, write.what)
+            self._reflect(state, scope, store)
         return update
+
+    # -- extraction and forgetting ------------------------------------------------------------
+
+    def _with_thread_index(
+        self, make: Callable[[], StoreSteps[Any]], scope: Scope, store: BaseStore
+    ) -> Callable[[], StoreSteps[Any]]:
+        """``make`` followed, the first time a (user, thread) pair is seen, by its thread-index write
+        (how ``forget_user`` finds a user's threads)."""
+        ops = index_thread_ops(scope)
+        key = (id(store), scope.user_id, scope.thread_id)
+        if not ops or key in self._indexed:
+            return make
+        indexed = self._indexed
+
+        def steps() -> StoreSteps[Any]:
+            written = yield from make()
+            yield ops
+            if len(indexed) > 100_000:
+                indexed.clear()
+            indexed.add(key)
+            return written
+
+        return steps
+
+    def _reflect(self, state: Any, scope: Scope, store: BaseStore) -> None:
+        """Hand the finished turn to background reflection (non-blocking; debounced per thread)."""
+        if self.reflector is not None:
+            self.reflector.schedule(store, scope, state_value(state, self.keys.messages) or [])
