@@ -29,6 +29,7 @@ from langgraph.store.base import Item, PutOp, SearchOp
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
 from langmem_plugin.core.validity import is_current
+from langmem_plugin.errors import ScopeError
 from langmem_plugin.services._io import StoreSteps
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -106,10 +107,23 @@ def forget_steps(
 ) -> StoreSteps[StoredMemory]:
     """Delete the memory ``memory_id`` of ``scope``; recorded in the user's history when there is a user.
 
+    Compartments whose namespace the scope cannot fill (session memory without a thread)
+    are not searched.
+
     Raises:
         MemoryNotFoundError: no such id in those compartments.
+        ScopeError: the scope fills none of them.
     """
-    memory = yield from delete_plan(scope, layout, memory_id, compartments=compartments)
+    usable = []
+    for compartment in compartments:  # those the scope has the ids for (no thread: no session memory)
+        try:
+            layout.namespace(compartment, scope)
+        except ScopeError:
+            continue
+        usable.append(compartment)
+    if not usable:
+        layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
+    memory = yield from delete_plan(scope, layout, memory_id, compartments=usable)
     if scope.user_id:
         change = Change(memory.id, "DELETE", memory.record.content, None, "forget")
         yield history_ops(scope, [change], source="forget", template=history)
