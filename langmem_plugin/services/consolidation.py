@@ -252,7 +252,7 @@ def _decision_call(
 
 
 def _new_record(candidate: Candidate, scope: Scope) -> MemoryRecord:
-    metadata = {}
+    metadata = dict(candidate.metadata)
     if candidate.valid_at is not None:
         metadata[VALID_AT] = candidate.valid_at.isoformat()
     if scope.thread_id:

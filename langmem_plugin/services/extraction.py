@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -111,6 +111,7 @@ class Candidate:
         tags: labels.
         priority: 1–10.
         valid_at: when it became true, when known.
+        metadata: string pairs kept on the memory (a source id, the evidence it came from).
     """
 
     content: str
@@ -119,6 +120,7 @@ class Candidate:
     tags: tuple[str, ...] = ()
     priority: int = 5
     valid_at: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 def _category(value: Any) -> str:
