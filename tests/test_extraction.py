@@ -101,7 +101,9 @@ def test_a_changed_preference_invalidates_the_old_one_and_recall_has_the_new() -
     assert "The user prefers tea" in recalled.prompt
     assert "The user prefers coffee" not in recalled.prompt  # a superseded fact leaves recall ...
     found = execute(memory.store, search_plan(ALICE, memory.layout, "coffee", compartments=["user"]))
-    assert coffee_id in [m.id for m in found]  # ... and stays findable by search
+    assert coffee_id in [m.id for m in found]  # ... and stays findable by search,
+    (old,) = [m.compact() for m in found if m.id == coffee_id]
+    assert old["invalid_at"] == coffee["metadata"][INVALID_AT]  # marked as no longer true
 
     history = memory.history(coffee_id, ALICE_T1)
     assert [(e.action, e.old, e.new) for e in history] == [

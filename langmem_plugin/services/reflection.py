@@ -218,7 +218,8 @@ class Reflector:
         job is pending; ``False`` when the scope has no ``user_id`` (nowhere to keep memories).
         """
         if not scope.user_id:
-            self._stats.skipped_no_user += 1
+            with self._cond:
+                self._stats.skipped_no_user += 1
             logger.debug("reflection skipped: the scope has no user_id")
             return False
         key: _Key = (id(store), scope.user_id, scope.thread_id or "")

@@ -32,7 +32,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
 from langmem_plugin.core.scope import resolve_scope
-from langmem_plugin.services._io import aexecute, execute
+from langmem_plugin.services import aexecute, execute
 from langmem_plugin.services.consolidation import ConsolidationConfig
 from langmem_plugin.services.extraction import ExtractionConfig
 from langmem_plugin.services.forgetting import ForgetReport, forget_steps, forget_user_steps
