@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 ALICE_T1 = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
 ALICE = Scope(user_id="alice", thread_id="t1")
 USER_NS = ("memories", "user", "alice")
-_ID = re.compile(r"EXISTING id=(\w+): (.*?)(?: \(since|$)", re.MULTILINE)
+_ID = re.compile(r"EXISTING id=(\w+): ", re.MULTILINE)
 
 
 def extracted(*contents: str, kind: str = "preference", **fields: Any) -> AIMessage:
@@ -151,7 +152,7 @@ def test_a_contradiction_is_resolved_in_time_and_an_update_merges() -> None:
     assert result.model_calls == 1
     assert len(decider.calls) == 1
     prompt = str(decider.calls[0][-1].content)
-    assert f"EXISTING id={tool_written.id}: Sam lives in Paris" in prompt  # a tool-written memory matches
+    assert f'EXISTING id={tool_written.id}: "Sam lives in Paris"' in prompt  # a tool-written memory matches
     paris = store.get(USER_NS, tool_written.id)
     assert paris is not None
     assert paris.value["metadata"][INVALID_AT] == moved.isoformat()
@@ -357,3 +358,23 @@ async def test_the_callback_handler_and_the_middleware_reflect_through_the_turn(
     contents = sorted(v["content"] for v in _memories(memory).values())
     assert contents == ["Her name is Alice", "Home city: Oslo"]
     memory.close()
+
+
+def test_an_idle_worker_ends_and_a_new_schedule_starts_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langmem_plugin.services import reflection
+
+    monkeypatch.setattr(reflection, "_IDLE_EXIT", 0.05)
+    extractor = ScriptedChatModel([extracted("Owns a bike"), extracted("Grows tomatoes")])
+    reflector = Reflector(ExtractionConfig(model=extractor, debounce=0))
+    store = InMemoryStore()
+    reflector.schedule(store, ALICE, [HumanMessage("I own a bike", id="h1"), AIMessage("Nice", id="a1")])
+    assert reflector.flush(timeout=10)
+    deadline = time.monotonic() + 5
+    while reflector._worker is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reflector._worker is None  # the idle worker thread ended
+    reflector.schedule(store, ALICE, [HumanMessage("I grow tomatoes", id="h2"), AIMessage("Yum", id="a2")])
+    assert reflector.flush(timeout=10)
+    assert {i.value["content"] for i in store.search(USER_NS)} == {"Owns a bike", "Grows tomatoes"}
+    reflector.close()
+    assert reflector.schedule(store, ALICE, []) is False  # closed: refused, never raised

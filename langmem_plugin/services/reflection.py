@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 _SEEN_PER_THREAD = 2000
 _THREADS_KEPT = 10_000
 _RESULTS_KEPT = 100
+_IDLE_EXIT = 30.0  # seconds with nothing pending before the worker thread ends
 
 
 @dataclass
@@ -225,8 +226,11 @@ class Reflector:
         key: _Key = (id(store), scope.user_id, scope.thread_id or "")
         due = time.monotonic() + self.config.debounce
         with self._cond:
-            if self._closed:
-                raise RuntimeError("the reflector is closed; create a new Memory to schedule reflections")
+            if self._closed:  # never raise into the user's run
+                logger.warning(
+                    "reflection of thread %r not scheduled: the reflector is closed", scope.thread_id
+                )
+                return False
             job = self._pending.get(key)
             if job is not None:
                 job.messages, job.scope, job.due = list(messages), scope, due
@@ -252,6 +256,7 @@ class Reflector:
     # -- the worker ---------------------------------------------------------------------------
 
     def _next(self) -> tuple[_Key, _Job] | None:
+        idle = False
         with self._cond:
             while True:
                 now = time.monotonic()
@@ -264,10 +269,11 @@ class Reflector:
                     _, key = min(ready)
                     self._running.add(key)
                     return key, self._pending.pop(key)
-                if self._closed and not self._pending:
+                if not self._pending and (self._closed or idle):
+                    self._worker = None  # the next schedule starts a new one
                     return None
                 waits = [job.due - now for key, job in self._pending.items() if key not in self._running]
-                self._cond.wait(max(min(waits), 0.001) if waits else None)
+                idle = not self._cond.wait(max(min(waits), 0.001) if waits else _IDLE_EXIT) and not waits
 
     def _loop(self) -> None:
         while (taken := self._next()) is not None:
