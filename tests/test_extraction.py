@@ -378,3 +378,22 @@ def test_an_idle_worker_ends_and_a_new_schedule_starts_one(monkeypatch: pytest.M
     assert {i.value["content"] for i in store.search(USER_NS)} == {"Owns a bike", "Grows tomatoes"}
     reflector.close()
     assert reflector.schedule(store, ALICE, []) is False  # closed: refused, never raised
+
+
+def test_a_thread_that_never_goes_quiet_is_still_reflected_on_within_max_wait() -> None:
+    extractor = ScriptedChatModel([tool_call("ExtractedMemories", memories=[])] * 20)
+    reflector = Reflector(ExtractionConfig(model=extractor, debounce=0.2, max_wait=0.3))
+    store, messages = InMemoryStore(), []
+    deadline = time.monotonic() + 1.0
+    number = 0
+    while time.monotonic() < deadline:  # a message every 50 ms: the debounce alone would never fire
+        number += 1
+        messages += [HumanMessage(f"message {number}", id=f"h{number}"), AIMessage("ok", id=f"a{number}")]
+        reflector.schedule(store, ALICE, list(messages))
+        time.sleep(0.05)
+    assert len(extractor.calls) >= 2  # reflected on during the stream, not only at the end
+    assert reflector.flush(timeout=10)
+    read = "".join(str(call[-1].content) for call in extractor.calls)
+    assert all(f'"message {n}"' in read for n in range(1, number + 1))  # every message read ...
+    assert sum(str(call[-1].content).count('"message 1"') for call in extractor.calls) == 1  # ... once
+    reflector.close()

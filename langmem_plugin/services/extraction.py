@@ -240,6 +240,9 @@ class ExtractionConfig:
             (``None``: the defaults of :class:`~langmem_plugin.services.consolidation.ConsolidationConfig`).
         debounce: seconds a thread must stay quiet before its reflection runs; a new
             message in that time reschedules it (and it then reads that message too).
+        max_wait: the most seconds a pending job waits from its first message: a thread that
+            never goes quiet is still reflected on at least this often, and never sooner than
+            ``debounce`` (``None``: no bound).
         max_pending: the most threads waiting for reflection at once; beyond it a job is
             kept in ``Reflector.failed`` (logged), never silently dropped.
         retries: attempts after the first before a failed job is kept in ``Reflector.failed``.
@@ -252,6 +255,7 @@ class ExtractionConfig:
     max_messages: int = 20
     consolidation: ConsolidationConfig | None = None
     debounce: float = 2.0
+    max_wait: float | None = 60.0
     max_pending: int = 1000
     retries: int = 2
     retry_delay: float = 0.5
@@ -261,6 +265,8 @@ class ExtractionConfig:
             raise ConfigurationError("max_messages and max_pending must be at least 1")
         if self.debounce < 0 or self.retries < 0 or self.retry_delay < 0:
             raise ConfigurationError("debounce, retries and retry_delay must be >= 0")
+        if self.max_wait is not None and self.max_wait < 0:
+            raise ConfigurationError(f"max_wait must be >= 0 or None, got {self.max_wait!r}")
         if not (isinstance(self.schema, type) and issubclass(self.schema, BaseModel)):
             raise ConfigurationError(f"schema must be a pydantic model class, got {self.schema!r}")
         if "memories" not in self.schema.model_fields:

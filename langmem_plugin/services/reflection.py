@@ -14,6 +14,7 @@ ops and model calls; :class:`Reflector` runs it in one background thread.
   already running: that one finishes, and the newer job runs after it), and the
   job reads every message up to the newest (no lag of one message). Messages
   already reflected on are skipped, so a thread's reflections never overlap.
+  A thread that never goes quiet is still reflected on every ``max_wait`` seconds.
 - **a bounded queue** — at most ``max_pending`` threads wait; a job beyond that
   is kept in :attr:`Reflector.failed` (logged), never silently dropped.
 - **retried and kept** — a failed job is rescheduled with backoff, then kept in
@@ -149,6 +150,7 @@ class _Job:
     scope: Scope
     messages: list[BaseMessage]
     due: float
+    first: float = 0.0
     attempts: int = 0
 
 
@@ -233,6 +235,8 @@ class Reflector:
                 return False
             job = self._pending.get(key)
             if job is not None:
+                if self.config.max_wait is not None:  # a thread that never goes quiet is not starved
+                    due = min(due, job.first + max(self.config.max_wait, self.config.debounce))
                 job.messages, job.scope, job.due = list(messages), scope, due
                 self._stats.rescheduled += 1
             elif len(self._pending) >= self.config.max_pending:
@@ -241,7 +245,7 @@ class Reflector:
                 self.failed.append(FailedReflection(scope, store, list(messages), error, 0))
                 return False
             else:
-                self._pending[key] = _Job(store, scope, list(messages), due)
+                self._pending[key] = _Job(store, scope, list(messages), due, first=due - self.config.debounce)
                 self._stats.scheduled += 1
             self._start()
             self._cond.notify_all()
@@ -332,6 +336,7 @@ class Reflector:
                     newer.attempts = max(newer.attempts, job.attempts)
                 else:
                     job.due = time.monotonic() + self.config.retry_delay * 2 ** (job.attempts - 1)
+                    job.first = job.due
                     self._pending[key] = job
                 return
             self._stats.failed += 1
