@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import resolve_embeddings
@@ -57,7 +57,7 @@ from langmem_plugin.services.consolidation import (
 )
 from langmem_plugin.services.extraction import Candidate, ModelCall
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.operations import INDEX_FIELDS, write_rounds
 
 __all__ = ["DEFAULT_DATA", "ExtractionBenchResult", "Variant", "main", "run_extraction_bench"]
 
@@ -160,7 +160,7 @@ def _kept(store: BaseStore, namespace: tuple[str, ...], variant: Variant) -> Non
 
 def _every_turn(conversation: dict[str, Any], store: BaseStore, namespace: tuple[str, ...]) -> None:
     talk = conversation["conversation"]
-    ops: list[Op] = []
+    ops: list[PutOp] = []
     for key, turns in talk.items():
         if not key.startswith("session_") or not isinstance(turns, list):
             continue
@@ -176,7 +176,8 @@ def _every_turn(conversation: dict[str, Any], store: BaseStore, namespace: tuple
                 PutOp(namespace, turn["dia_id"].replace(":", "-"), record.to_value(), index=INDEX_FIELDS)
             )
     for start in range(0, len(ops), 500):
-        store.batch(ops[start : start + 500])
+        for batch in write_rounds(ops[start : start + 500]):  # no text embedded twice in one batch
+            store.batch(batch)
 
 
 def _add_everything(call: ModelCall) -> ConsolidationDecisions:
