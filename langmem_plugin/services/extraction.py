@@ -127,7 +127,8 @@ class Candidate:
 
 def _category(value: Any) -> str:
     if isinstance(value, str):
-        path = value.strip().strip("/").lower().replace(" ", "_")
+        parts = (p.strip().lower().replace(" ", "_") for p in value.split("/"))
+        path = "/".join(p for p in parts if p)
         if CATEGORY_PATTERN.fullmatch(path):
             return path
     return DEFAULT_CATEGORY
