@@ -447,3 +447,31 @@ def test_candidates_are_repaired_not_dropped_and_a_custom_schema_works() -> None
 
     with pytest.raises(ConfigurationError, match="no 'memories' field"):
         ExtractionConfig(model=model, schema=NoMemories)
+
+
+def test_a_ttl_per_kind_is_passed_to_the_store() -> None:
+    from langgraph.store.base import PutOp
+
+    from langmem_plugin.core.record import MemoryKind
+    from langmem_plugin.errors import ConfigurationError
+
+    class Recording(InMemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.puts: list[PutOp] = []
+
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            self.puts.extend(op for op in ops if isinstance(op, PutOp) and op.namespace == USER_NS)
+            return super().batch(ops)
+
+    store = Recording()
+    config = ConsolidationConfig(ttl={"event": 60.0})
+    candidates = [Candidate("Went to a concert", kind=MemoryKind.EVENT), Candidate("Is a chemist")]
+    consolidate(store, ALICE, candidates, model=ScriptedChatModel([]), config=config)
+    assert {op.value["content"]: op.ttl for op in store.puts if op.value} == {
+        "Went to a concert": 60.0,
+        "Is a chemist": None,
+    }
+    with pytest.raises(ConfigurationError, match="memory kinds"):
+        ConsolidationConfig(ttl={"events": 1.0})

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -132,6 +132,9 @@ class ConsolidationConfig:
         max_memories: the most memories one user may keep; past it the least valuable are
             evicted, logged and counted (``None``: no cap beyond the layout's limit).
         history: the namespace template of the history of changes.
+        ttl: minutes a memory written by consolidation lives, per kind (``{"event": 60 * 24 * 30}``);
+            kinds not listed live until deleted. Needs a store with TTL support (QdrantStore,
+            CheckpointerStore, ...); others ignore it.
     """
 
     match_threshold: float | None = 0.35
@@ -140,8 +143,15 @@ class ConsolidationConfig:
     instructions: str = DEFAULT_CONSOLIDATION_INSTRUCTIONS
     max_memories: int | None = None
     history: NamespaceTemplate = HISTORY_NAMESPACE
+    ttl: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for kind, minutes in self.ttl.items():
+            if kind not in {k.value for k in MemoryKind} or not minutes > 0:
+                raise ConfigurationError(
+                    f"ttl[{kind!r}] = {minutes!r}: keys are memory kinds {[k.value for k in MemoryKind]}, "
+                    "values minutes > 0"
+                )
         if self.match_limit < 1:
             raise ConfigurationError(f"match_limit must be at least 1, got {self.match_limit!r}")
         if self.max_memories is not None and self.max_memories < 1:
@@ -349,7 +359,8 @@ def consolidate_steps(
                     new_id = new_memory_id()
                     record = _new_record(candidate, scope)
                     layout.check_content(Compartment.USER, record.content)
-                    puts.append(PutOp(namespace, new_id, record.to_value(), index=INDEX_FIELDS))
+                    ttl = config.ttl.get(record.kind.value)
+                    puts.append(PutOp(namespace, new_id, record.to_value(), index=INDEX_FIELDS, ttl=ttl))
                     result.added.append(new_id)
                     result.changes.append(Change(new_id, "ADD", None, record.content, decision.reason))
                 if action == "INVALIDATE" and target is not None:
