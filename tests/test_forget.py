@@ -146,3 +146,17 @@ def test_a_cap_evicts_the_least_valuable_first_logged_and_counted(caplog: pytest
         if i.value["action"] == "EVICT"
     }
     assert history == {old.id: "EVICT", low.id: "EVICT"}
+
+
+def test_a_user_who_comes_back_after_forget_user_is_indexed_again() -> None:
+    memory = Memory(embeddings=FakeEmbeddings())
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Hi.", "Hi again."]))
+    graph = builder.compile(store=memory.store)
+    config = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
+    graph.invoke({"messages": [HumanMessage("hello")]}, config)
+    assert memory.forget_user("alice").threads == ["t1"]
+    graph.invoke({"messages": [HumanMessage("hello again")]}, config)
+    again = memory.forget_user("alice")
+    assert again.threads == ["t1"]
+    assert again.counts["session"] == 1

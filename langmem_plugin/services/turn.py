@@ -334,6 +334,12 @@ class MemoryTurn:
 
         return steps
 
+    def reset_thread_index(self, user_id: str) -> None:
+        """Forget which of ``user_id``'s threads were indexed (after ``forget_user`` removed the index)."""
+        with self._lock:
+            for key in [k for k in self._indexed if k[1] == user_id]:
+                self._indexed.discard(key)
+
     def _reflect(self, state: Any, scope: Scope, store: BaseStore) -> None:
         """Hand the finished turn to background reflection (non-blocking; debounced per thread)."""
         if self.reflector is not None:

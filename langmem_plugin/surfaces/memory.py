@@ -373,12 +373,16 @@ class Memory:
         Pending reflections run first, so none writes the user's memories back afterwards.
         """
         self.flush()
-        return execute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        report = execute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        self.turn.reset_thread_index(user_id)
+        return report
 
     async def aforget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Async :meth:`forget_user`."""
         await self.aflush()
-        return await aexecute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        report = await aexecute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        self.turn.reset_thread_index(user_id)
+        return report
 
     def __repr__(self) -> str:
         return f"Memory(store={type(self.store).__name__}, model={self.model!r})"
