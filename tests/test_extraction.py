@@ -262,7 +262,9 @@ def test_a_message_during_a_running_reflection_runs_after_it_with_no_overlap_and
     assert len(extractor.calls) == 3  # two extractions, one decision
     later = str(extractor.calls[1][-1].content)
     assert "Coltrane especially" in later
-    assert "I like jazz" not in later
+    earlier, conversation = later.split("<conversation>")
+    assert "I like jazz" not in conversation  # only what is new is extracted from ...
+    assert '"I like jazz"' in earlier  # ... with the exchange before it shown as context
     contents = {i.value["content"] for i in store.search(USER_NS)}
     assert contents == {"The user likes jazz", "The user likes Coltrane"}
     reflector.close()
@@ -393,9 +395,9 @@ def test_a_thread_that_never_goes_quiet_is_still_reflected_on_within_max_wait() 
         time.sleep(0.05)
     assert len(extractor.calls) >= 2  # reflected on during the stream, not only at the end
     assert reflector.flush(timeout=10)
-    read = "".join(str(call[-1].content) for call in extractor.calls)
-    assert all(f'"message {n}"' in read for n in range(1, number + 1))  # every message read ...
-    assert sum(str(call[-1].content).count('"message 1"') for call in extractor.calls) == 1  # ... once
+    read = [str(call[-1].content).split("<conversation>")[1] for call in extractor.calls]
+    assert all(f'"message {n}"' in "".join(read) for n in range(1, number + 1))  # every message read ...
+    assert sum(part.count('"message 1"') for part in read) == 1  # ... once
     reflector.close()
 
 

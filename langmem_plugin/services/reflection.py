@@ -85,9 +85,12 @@ def reflect_steps(
     layout: MemoryLayout,
     messages: Sequence[AnyMessage | BaseMessage],
     config: ExtractionConfig,
+    *,
+    context: Sequence[AnyMessage | BaseMessage] = (),
 ) -> Generator[Request, Any, ReflectionResult]:
-    """Extract candidates from ``messages``, then consolidate them into ``scope``'s user memory."""
-    answer = yield extraction_call(messages, config)
+    """Extract candidates from ``messages`` (``context``: the messages before, shown as context only),
+    then consolidate them into ``scope``'s user memory."""
+    answer = yield extraction_call(messages, config, context=context)
     candidates = to_candidates(answer)
     consolidation = yield from consolidate_steps(scope, layout, candidates, config.consolidation)
     return ReflectionResult(scope, candidates, consolidation)
@@ -309,11 +312,12 @@ class Reflector:
         new = self._unseen(key, job.messages)
         if not new:
             return
+        first = next(i for i, m in enumerate(job.messages) if m is new[0])
+        context = job.messages[max(first - 2 * self.config.context_messages, 0) : first]
         job.attempts += 1
         try:
-            result: ReflectionResult = run_requests(
-                job.store, self._models, reflect_steps(job.scope, self.layout, new, self.config)
-            )
+            steps = reflect_steps(job.scope, self.layout, new, self.config, context=context)
+            result: ReflectionResult = run_requests(job.store, self._models, steps)
         except Exception as exc:  # a failed reflection must not stop the worker: retry, then keep
             self._failed(key, job, exc)
             return
