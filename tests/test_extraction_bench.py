@@ -19,6 +19,8 @@ def test_extraction_keeps_fewer_memories_and_times_consolidation() -> None:
     assert extracted.consolidation_ms
     assert all(0.0 <= r <= 1.0 for r in extracted.recall[5] + turns.recall[5])
     assert "ms_per_candidate_mean" in result.rows()[1]
+    assert extracted.replay_duplicates == extracted.candidates  # a replayed session: all duplicates ...
+    assert extracted.replay_decision_calls == 0  # ... skipped without a model call
 
 
 def test_the_command_line_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:

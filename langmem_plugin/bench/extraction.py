@@ -14,7 +14,9 @@ memory side without a model:
   (match, duplicate skip, decide, apply, history), into one user memory per
   conversation. The decision model is scripted: it adds every candidate it is
   asked about (no merge, no invalidation), so the numbers show consolidation's
-  cost and the duplicate skip, not a model's judgement.
+  cost and the duplicate skip, not a model's judgement. Each session is then
+  consolidated a second time (a replayed reflection): every candidate should be
+  skipped as a duplicate, with no decision call.
 
 For each variant: memories kept, tokens of their content, and **evidence
 recall@k** — over LoCoMo's questions with parseable evidence, the fraction of a
@@ -91,6 +93,9 @@ class Variant:
     duplicates: int = 0
     decision_calls: int = 0
     consolidation_ms: list[float] = field(default_factory=list)
+    replay_duplicates: int = 0
+    replay_decision_calls: int = 0
+    replay_ms: list[float] = field(default_factory=list)
 
     def row(self, ks: Sequence[int]) -> dict[str, Any]:
         """The variant's numbers as one table row."""
@@ -105,6 +110,10 @@ class Variant:
             out["decision_calls"] = self.decision_calls
             out["ms_per_candidate_mean"] = round(statistics.fmean(per), 3) if per else None
             out["ms_per_candidate_p50"] = round(statistics.median(per), 3) if per else None
+        if self.replay_ms:
+            out["replay_duplicates_skipped"] = self.replay_duplicates
+            out["replay_decision_calls"] = self.replay_decision_calls
+            out["replay_ms_per_candidate_p50"] = round(statistics.median(self.replay_ms), 3)
         return out
 
 
@@ -208,7 +217,13 @@ def _drive(store: BaseStore, steps: Generator[Any, Any, Any]) -> tuple[Any, floa
 
 
 def _extraction(
-    conversation: dict[str, Any], store: BaseStore, user: str, variant: Variant, config: ConsolidationConfig
+    conversation: dict[str, Any],
+    store: BaseStore,
+    user: str,
+    variant: Variant,
+    config: ConsolidationConfig,
+    *,
+    replay: bool,
 ) -> None:
     talk, layout = conversation["conversation"], MemoryLayout()
     sessions = sorted(
@@ -238,6 +253,11 @@ def _extraction(
         variant.duplicates += result.duplicates
         variant.decision_calls += calls
         variant.consolidation_ms.extend([seconds * 1000 / len(candidates)] * len(candidates))
+        if replay:  # the same session extracted again (a retry, a replay): all duplicates, no model call
+            again, seconds, calls = _drive(store, consolidate_steps(scope, layout, candidates, config))
+            variant.replay_duplicates += again.duplicates
+            variant.replay_decision_calls += calls
+            variant.replay_ms.extend([seconds * 1000 / len(candidates)] * len(candidates))
 
 
 def run_extraction_bench(
@@ -247,8 +267,14 @@ def run_extraction_bench(
     embeddings: Embeddings | None = None,
     ks: Sequence[int] = (5, 10),
     config: ConsolidationConfig | None = None,
+    replay: bool = True,
 ) -> ExtractionBenchResult:
-    """Run both variants over the chosen LoCoMo conversations (default: all)."""
+    """Run both variants over the chosen LoCoMo conversations (default: all).
+
+    With ``replay``, each session's candidates are consolidated a second time after the
+    first (as a retried or replayed reflection would): the ``replay_*`` columns count
+    the duplicates skipped and the decision calls that still happened (none expected).
+    """
     dataset = json.loads(Path(data).read_text())
     chosen = list(conversations) if conversations is not None else list(range(len(dataset)))
     embedder = embeddings or resolve_embeddings(None)
@@ -267,7 +293,7 @@ def run_extraction_bench(
         namespace = ("memories", "user", user)
         store_turns, store_extracted = _store(embedder), _store(embedder)
         _every_turn(conversation, store_turns, namespace)
-        _extraction(conversation, store_extracted, user, extracted, config)
+        _extraction(conversation, store_extracted, user, extracted, config, replay=replay)
         for store, variant in ((store_turns, turns), (store_extracted, extracted)):
             _kept(store, namespace, variant)
             _recall(store, namespace, questions, variant, ks)
