@@ -477,3 +477,18 @@ def test_a_ttl_per_kind_is_passed_to_the_store() -> None:
     }
     with pytest.raises(ConfigurationError, match="memory kinds"):
         ConsolidationConfig(ttl={"events": 1.0})
+
+
+def test_messages_without_ids_are_told_apart_by_position() -> None:
+    empty = tool_call("ExtractedMemories", memories=[])
+    extractor = ScriptedChatModel([empty, empty])
+    reflector = Reflector(ExtractionConfig(model=extractor, debounce=0, context_messages=0))
+    store = InMemoryStore()
+    first = [HumanMessage("yes"), AIMessage("Tea then?")]
+    reflector.schedule(store, ALICE, first)
+    assert reflector.flush(timeout=10)
+    reflector.schedule(store, ALICE, [*first, HumanMessage("yes"), AIMessage("Coffee then?")])
+    assert reflector.flush(timeout=10)
+    second = str(extractor.calls[1][-1].content)
+    assert second == '<conversation>\nuser: "yes"\nassistant: "Coffee then?"\n</conversation>'
+    reflector.close()

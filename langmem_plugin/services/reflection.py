@@ -137,11 +137,12 @@ async def areflect(
     return result
 
 
-def _fingerprint(message: BaseMessage) -> str:
+def _fingerprint(message: BaseMessage, position: int) -> str:
+    """The message's id; without one, its position and text (the same "yes" twice is two messages)."""
     if message.id:
         return f"id:{message.id}"
     text = message.content if isinstance(message.content, str) else repr(message.content)
-    return "h:" + hashlib.sha256(f"{message.type}\x1f{text}".encode()).hexdigest()[:20]
+    return f"h:{position}:" + hashlib.sha256(f"{message.type}\x1f{text}".encode()).hexdigest()[:20]
 
 
 _Key = tuple[int, str, str]
@@ -292,27 +293,30 @@ class Reflector:
                     self._running.discard(key)
                     self._cond.notify_all()
 
-    def _unseen(self, key: _Key, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    def _unseen(self, key: _Key, messages: Sequence[BaseMessage]) -> list[tuple[int, str]]:
+        """The positions and fingerprints of the messages not reflected on yet."""
         with self._cond:
             seen: Mapping[str, None] = self._seen.get(key) or {}
-            return [m for m in messages if _fingerprint(m) not in seen]
+            marks = [(i, _fingerprint(m, i)) for i, m in enumerate(messages)]
+            return [(i, mark) for i, mark in marks if mark not in seen]
 
-    def _mark_seen(self, key: _Key, messages: Sequence[BaseMessage]) -> None:
+    def _mark_seen(self, key: _Key, marks: Sequence[str]) -> None:
         with self._cond:
             seen = self._seen.setdefault(key, OrderedDict())
             self._seen.move_to_end(key)
-            for message in messages:
-                seen[_fingerprint(message)] = None
+            for mark in marks:
+                seen[mark] = None
             while len(seen) > _SEEN_PER_THREAD:
                 seen.popitem(last=False)
             while len(self._seen) > _THREADS_KEPT:
                 self._seen.popitem(last=False)
 
     def _run(self, key: _Key, job: _Job) -> None:
-        new = self._unseen(key, job.messages)
-        if not new:
+        unseen = self._unseen(key, job.messages)
+        if not unseen:
             return
-        first = next(i for i, m in enumerate(job.messages) if m is new[0])
+        new = [job.messages[i] for i, _ in unseen]
+        first = unseen[0][0]
         context = job.messages[max(first - 2 * self.config.context_messages, 0) : first]
         job.attempts += 1
         try:
@@ -321,7 +325,7 @@ class Reflector:
         except Exception as exc:  # a failed reflection must not stop the worker: retry, then keep
             self._failed(key, job, exc)
             return
-        self._mark_seen(key, new)
+        self._mark_seen(key, [mark for _, mark in unseen])
         with self._cond:
             self._stats.runs += 1
             for name, count in result.consolidation.counts().items():
