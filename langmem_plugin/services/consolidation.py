@@ -283,40 +283,20 @@ def _new_record(candidate: Candidate, scope: Scope) -> MemoryRecord:
     )
 
 
-def consolidate_steps(
+def _apply(
     scope: Scope,
     layout: MemoryLayout,
-    candidates: Sequence[Candidate],
-    config: ConsolidationConfig | None = None,
-) -> Generator[Request, Any, ConsolidationResult]:
-    """Merge ``candidates`` into the user memory of ``scope`` (see the module docstring).
+    namespace: tuple[str, ...],
+    fresh: Sequence[tuple[int, Candidate, list[StoredMemory]]],
+    decisions: Mapping[int, list[MemoryDecision]],
+    config: ConsolidationConfig,
+    result: ConsolidationResult,
+) -> list[PutOp]:
+    """The writes that carry out ``decisions`` (no I/O); ``result`` records each change.
 
-    Raises:
-        ScopeError: the scope has no ``user_id``.
+    A candidate without a decision is added; an UPDATE or INVALIDATE whose id is not one of
+    the candidate's matches is an ADD; an INVALIDATE writes the replacement with the old one.
     """
-    config = config or ConsolidationConfig()
-    namespace = layout.namespace(Compartment.USER, scope)
-    result = ConsolidationResult()
-    if not candidates:
-        return result
-    matches = yield from _match_steps(namespace, candidates, config)
-    known = {normalise(m.record.content) for ms in matches for m in ms}
-    fresh: list[tuple[int, Candidate, list[StoredMemory]]] = []
-    for number, (candidate, found) in enumerate(zip(candidates, matches, strict=True), start=1):
-        text = normalise(candidate.content)
-        if not text or text in known:
-            result.duplicates += 1
-            continue
-        known.add(text)
-        fresh.append((number, candidate, found))
-    decisions: dict[int, list[MemoryDecision]] = {}
-    asked = [entry for entry in fresh if entry[2]]
-    if asked:
-        answer = yield _decision_call(asked, config)
-        result.model_calls += 1
-        assert isinstance(answer, ConsolidationDecisions)
-        for decision in answer.decisions:
-            decisions.setdefault(decision.candidate, []).append(decision)
     records: dict[str, StoredMemory] = {}  # memories changed in this batch, as changed so far
     puts: list[PutOp] = []
     now = utc_now()
@@ -375,6 +355,44 @@ def consolidate_steps(
                             target.id, "INVALIDATE", target.record.content, candidate.content, decision.reason
                         )
                     )
+    return list({(op.namespace, op.key): op for op in puts}.values())  # one put per key: the last
+
+
+def consolidate_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    candidates: Sequence[Candidate],
+    config: ConsolidationConfig | None = None,
+) -> Generator[Request, Any, ConsolidationResult]:
+    """Merge ``candidates`` into the user memory of ``scope`` (see the module docstring).
+
+    Raises:
+        ScopeError: the scope has no ``user_id``.
+    """
+    config = config or ConsolidationConfig()
+    namespace = layout.namespace(Compartment.USER, scope)
+    result = ConsolidationResult()
+    if not candidates:
+        return result
+    matches = yield from _match_steps(namespace, candidates, config)
+    known = {normalise(m.record.content) for ms in matches for m in ms}
+    fresh: list[tuple[int, Candidate, list[StoredMemory]]] = []
+    for number, (candidate, found) in enumerate(zip(candidates, matches, strict=True), start=1):
+        text = normalise(candidate.content)
+        if not text or text in known:
+            result.duplicates += 1
+            continue
+        known.add(text)
+        fresh.append((number, candidate, found))
+    decisions: dict[int, list[MemoryDecision]] = {}
+    asked = [entry for entry in fresh if entry[2]]
+    if asked:
+        answer = yield _decision_call(asked, config)
+        result.model_calls += 1
+        assert isinstance(answer, ConsolidationDecisions)
+        for decision in answer.decisions:
+            decisions.setdefault(decision.candidate, []).append(decision)
+    puts = _apply(scope, layout, namespace, fresh, decisions, config, result)
     if puts:
         yield from write_plan(puts)
     if config.max_memories is not None:
