@@ -492,3 +492,20 @@ def test_messages_without_ids_are_told_apart_by_position() -> None:
     second = str(extractor.calls[1][-1].content)
     assert second == '<conversation>\nuser: "yes"\nassistant: "Coffee then?"\n</conversation>'
     reflector.close()
+
+
+async def test_one_reflection_now_with_the_async_driver() -> None:
+    from langmem_plugin.errors import ConfigurationError
+    from langmem_plugin.services.reflection import areflect, reflect
+
+    store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
+    extractor = ScriptedChatModel(
+        [extracted("The user prefers coffee"), extracted("The user prefers tea"), decide("INVALIDATE")]
+    )
+    config = ExtractionConfig(model=extractor)
+    await areflect(store, ALICE, [HumanMessage("coffee!"), AIMessage("ok")], config)
+    result = await areflect(store, ALICE, [HumanMessage("tea now"), AIMessage("ok")], config)
+    assert result.consolidation.counts()["invalidated"] == 1
+    assert [c.content for c in result.candidates] == ["The user prefers tea"]
+    with pytest.raises(ConfigurationError, match="extraction is off"):
+        reflect(store, ALICE, [], ExtractionConfig())
