@@ -110,6 +110,7 @@ class MemoryKind(StrEnum):
     INSTRUCTION = "instruction"
     NOTE = "note"
     PLAN = "plan"
+    EVENT = "event"
 
 
 class MemoryRecord(BaseModel):

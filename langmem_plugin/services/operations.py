@@ -105,6 +105,8 @@ class StoredMemory:
         }
         if self.score is not None:
             out["score"] = round(self.score, 3)
+        if "invalid_at" in self.record.metadata:  # superseded: no longer true (core.validity)
+            out["invalid_at"] = self.record.metadata["invalid_at"]
         return out
 
 

@@ -46,6 +46,7 @@ from langmem_plugin.core.fence import entry as fenced_entry
 from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
@@ -302,8 +303,8 @@ def _rank(
     for memory in ordered:
         identity = (memory.namespace, memory.id)
         text = _SPACE.sub(" ", memory.record.content.strip().lower())
-        if identity in seen_ids or text in seen_text:
-            continue
+        if identity in seen_ids or text in seen_text or not is_current(memory.record):
+            continue  # a duplicate, or a fact superseded by a later one (still found by search)
         relevance = memory.score
         threshold = config.threshold
         if scored and threshold is not None and (relevance is None or relevance < threshold):

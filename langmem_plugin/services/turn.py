@@ -29,6 +29,9 @@ surface has it.
   compaction of results the model has seen is decided once, into state (``tool_results``,
   ``compacted``; see :mod:`~langmem_plugin.services.results`); :meth:`MemoryTurn.results_view`
   is what :meth:`MemoryTurn.model_messages` shows of them.
+  With a reflector, the finished turn is
+  handed to background extraction and consolidation
+  (:class:`~langmem_plugin.services.reflection.Reflector`, debounced per thread).
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
@@ -63,10 +66,12 @@ from langmem_plugin.core.fence import add_section
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ScopeError
+from langmem_plugin.services.forgetting import index_thread_ops
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
 from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
 from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
+from langmem_plugin.services.reflection import Reflector
 from langmem_plugin.services.remember import (
     EpisodeWriter,
     RememberConfig,
@@ -161,6 +166,8 @@ class MemoryTurn:
         plan: plan mode (the plan's lifetime and archive); ``None``: off. A plan in state is
             shown to the model either way.
         results: tool results as memory (stored, shown in full once, then compacted); ``None``: off.
+        reflector: background extraction and consolidation, scheduled when a turn ends with an
+            answer (``None``: no extraction).
     """
 
     def __init__(
@@ -176,6 +183,7 @@ class MemoryTurn:
         model: str | None = None,
         plan: PlanConfig | None = None,
         results: ResultsConfig | None = None,
+        reflector: Reflector | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -189,6 +197,8 @@ class MemoryTurn:
         self.plan_config = plan
         self._retrievers: dict[int, HybridRetriever] = {}
         self._lock = threading.Lock()
+        self.reflector = reflector
+        self._indexed: set[tuple[int, str | None, str | None]] = set()
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -347,7 +357,9 @@ class MemoryTurn:
             return writes, {self.keys.plan: None}
         return writes, ({self.keys.plan: {**plan, "finished": []}} if done else {})
 
-    def _after(self, state: Any, scope: Scope, final: bool) -> tuple[list[StoreWrite], dict[str, Any]] | None:
+    def _after(
+        self, state: Any, scope: Scope, store: BaseStore, final: bool
+    ) -> tuple[list[StoreWrite], dict[str, Any]] | None:
         if not final and not self._finished(state):
             return None
         episode = self.episode_write(state_value(state, self.keys.messages) or [], scope)
@@ -356,7 +368,9 @@ class MemoryTurn:
         context["stored"] = episode.stored if episode else None
         writes: list[StoreWrite] = []
         if episode is not None:
-            writes.append((episode.make_steps, episode.what, episode.rooms))
+            writes.append(
+                (self._with_thread_index(episode.make_steps, scope, store), episode.what, episode.rooms)
+            )
         if archives:
             writes.extend(archives)
             context["archived_plans"] = [key for _, key, _ in archives]
@@ -375,24 +389,28 @@ class MemoryTurn:
                 state holds no answered exchange. Otherwise (a hook run after every model
                 call) nothing happens while the model is still calling tools.
         """
-        after = self._after(state, scope, final)
+        after = self._after(state, scope, store, final)
         if after is None:
             return None
         writes, update = after
         for make, what, rooms in writes:
             self.writer.submit(store, make, what, rooms=rooms)
+        if update[self.keys.memory_context].get("stored"):
+            self._reflect(state, scope, store)
         return update
 
     async def aafter_model(
         self, state: Any, scope: Scope, store: BaseStore, *, final: bool = False
     ) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
-        after = self._after(state, scope, final)
+        after = self._after(state, scope, store, final)
         if after is None:
             return None
         writes, update = after
         for make, what, rooms in writes:
             await self.writer.asubmit(store, make, what, rooms=rooms)
+        if update[self.keys.memory_context].get("stored"):
+            self._reflect(state, scope, store)
         return update
 
     # -- tool results ---------------------------------------------------------------------------
@@ -441,3 +459,37 @@ class MemoryTurn:
             self.results,
             model=self.model,
         )
+
+    # -- extraction and forgetting ------------------------------------------------------------
+
+    def _with_thread_index(
+        self, make: Callable[[], StoreSteps[Any]], scope: Scope, store: BaseStore
+    ) -> Callable[[], StoreSteps[Any]]:
+        """``make`` followed, the first time a (user, thread) pair is seen, by its thread-index write
+        (how ``forget_user`` finds a user's threads)."""
+        ops = index_thread_ops(scope)
+        key = (id(store), scope.user_id, scope.thread_id)
+        if not ops or key in self._indexed:
+            return make
+        indexed = self._indexed
+
+        def steps() -> StoreSteps[Any]:
+            written = yield from make()
+            yield ops
+            if len(indexed) > 100_000:
+                indexed.clear()
+            indexed.add(key)
+            return written
+
+        return steps
+
+    def reset_thread_index(self, user_id: str) -> None:
+        """Forget which of ``user_id``'s threads were indexed (after ``forget_user`` removed the index)."""
+        with self._lock:
+            for key in [k for k in self._indexed if k[1] == user_id]:
+                self._indexed.discard(key)
+
+    def _reflect(self, state: Any, scope: Scope, store: BaseStore) -> None:
+        """Hand the finished turn to background reflection (non-blocking; debounced per thread)."""
+        if self.reflector is not None:
+            self.reflector.schedule(store, scope, state_value(state, self.keys.messages) or [])

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,11 +32,17 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
 from langmem_plugin.core.scope import resolve_scope
+from langmem_plugin.services import aexecute, execute
+from langmem_plugin.services.consolidation import ConsolidationConfig
+from langmem_plugin.services.extraction import ExtractionConfig
+from langmem_plugin.services.forgetting import ForgetReport, forget_steps, forget_user_steps
+from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.operations import INDEX_FIELDS, StoredMemory
 from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import Recall, RecallConfig
+from langmem_plugin.services.reflection import Reflector
 from langmem_plugin.services.remember import RememberConfig
 from langmem_plugin.services.results import ResultsConfig
 from langmem_plugin.services.retrieval import HybridRetriever
@@ -54,6 +61,8 @@ if TYPE_CHECKING:
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
 __all__ = ["Memory", "ToolsConfig", "default_store", "scores_are_similarities"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -126,12 +135,15 @@ class Memory:
             large results stored in the thread's results compartment, shown in full once, then
             as a citation; :attr:`tools` gains ``retrieve_result`` and ``query_results``.
             ``None`` (the default): off.
+        extraction: background extraction and consolidation of memories after each turn
+            (``ExtractionConfig(model=...)``); off without a model (:attr:`extraction_status`).
 
     Attributes:
         store: the store every surface uses.
         writer: the episode writer shared by the remember node, middleware and callback
             (``writer.failed`` holds writes that failed every retry).
         retriever: the hybrid retriever recall searches with, or ``None`` (no ``recall.retrieval``).
+        reflector: the background extraction worker, or ``None`` (extraction off).
     """
 
     def __init__(
@@ -148,6 +160,7 @@ class Memory:
         tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
         plan: bool | PlanConfig = False,
         results: ResultsConfig | None = None,
+        extraction: ExtractionConfig | None = None,
     ) -> None:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
@@ -163,6 +176,9 @@ class Memory:
         self.keys = keys or StateKeys()
         self.window = window
         self.plan_config = plan if isinstance(plan, PlanConfig) else PlanConfig() if plan else None
+        self.extraction = self._extraction_config(extraction)
+        self.reflector = Reflector(self.extraction, layout=self.layout) if self.extraction.enabled else None
+        logger.info(self.extraction.status)
         self.turn = MemoryTurn(
             store=self.store,
             layout=self.layout,
@@ -173,10 +189,23 @@ class Memory:
             model=model,
             plan=self.plan_config,
             results=results,
+            reflector=self.reflector,
         )
         self.writer = self.turn.writer
         self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
         self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tuple(tools))
+
+    def _extraction_config(self, extraction: ExtractionConfig | None) -> ExtractionConfig:
+        config = extraction or ExtractionConfig()
+        if config.consolidation is None and not scores_are_similarities(self.store):
+            # fused-rank scores suit no fixed threshold: the best matches go to the model
+            config = dataclasses.replace(config, consolidation=ConsolidationConfig(match_threshold=None))
+        return config
+
+    @property
+    def extraction_status(self) -> str:
+        """Whether extraction is on, in one line (it says why when it is off)."""
+        return self.extraction.status
 
     @property
     def tool_names(self) -> dict[str, str]:
@@ -329,16 +358,61 @@ class Memory:
         )
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait for background writes to finish."""
+        """Wait for background writes to finish, then run pending reflections now and wait for them."""
         self.writer.flush(timeout)
+        if self.reflector is not None:
+            self.reflector.flush(timeout)
 
     async def aflush(self) -> None:
         """Async :meth:`flush`."""
         await self.writer.aflush()
+        if self.reflector is not None:
+            await self.reflector.aflush()
 
     def close(self) -> None:
-        """Finish background writes and stop the writer's worker thread."""
+        """Finish background writes and reflections and stop their worker threads."""
         self.writer.close()
+        if self.reflector is not None:
+            self.reflector.close()
+
+    # -- history and forgetting ---------------------------------------------------------------
+
+    def history(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
+        """Every recorded change of ``memory_id`` in the user memory of ``config``'s user, oldest first."""
+        return execute(self.store, history_steps(resolve_scope(config or {}), memory_id))
+
+    async def ahistory(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
+        """Async :meth:`history`."""
+        return await aexecute(self.store, history_steps(resolve_scope(config or {}), memory_id))
+
+    def forget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
+        """Delete one memory (user or session memory of ``config``'s scope); recorded in history.
+
+        Raises:
+            MemoryNotFoundError: no such id there.
+        """
+        return execute(self.store, forget_steps(resolve_scope(config or {}), self.layout, memory_id))
+
+    async def aforget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
+        """Async :meth:`forget`."""
+        return await aexecute(self.store, forget_steps(resolve_scope(config or {}), self.layout, memory_id))
+
+    def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
+        """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.forgetting`).
+
+        Pending reflections run first, so none writes the user's memories back afterwards.
+        """
+        self.flush()
+        report = execute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        self.turn.reset_thread_index(user_id)
+        return report
+
+    async def aforget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
+        """Async :meth:`forget_user`."""
+        await self.aflush()
+        report = await aexecute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        self.turn.reset_thread_index(user_id)
+        return report
 
     def __repr__(self) -> str:
         return f"Memory(store={type(self.store).__name__}, model={self.model!r})"

@@ -1,0 +1,250 @@
+"""Forgetting: one memory, one user entirely, or the least valuable past a cap.
+
+- :func:`forget_steps` deletes one memory by id (user or session memory of the
+  scope) and records it in the user's history.
+- :func:`forget_user_steps` removes everything of one user: their long-term
+  memory, their history, and for every thread of theirs the session memory
+  (episodes, archived plans, summaries) and the stored tool results. It returns
+  counts, and touches no one else.
+- :func:`evict_steps` keeps a namespace under a cap by evicting the least
+  valuable memories first: superseded ones, then lowest priority, then least
+  accessed, then oldest. Every eviction is logged and returned.
+
+**Which threads are a user's.** A thread id says nothing about its user, so the
+turn service records each ``(user_id, thread_id)`` pair it sees in a small
+*thread index* (``("memory_meta", "threads", "{user_id}")``, one item per thread,
+written once per pair with the first episode, not embedded). ``forget_user``
+reads it, plus any ``threads`` you pass. A thread that another user's index
+also lists is shared: its namespaces are kept and reported, never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from langgraph.store.base import Item, PutOp, SearchOp
+
+from langmem_plugin.core.record import MemoryKind
+from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
+from langmem_plugin.core.validity import is_current
+from langmem_plugin.errors import ScopeError
+from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
+from langmem_plugin.services.layout import DEFAULT_NAMESPACES, Compartment, MemoryLayout
+from langmem_plugin.services.operations import StoredMemory, delete_plan, list_plan, read_record, to_stored
+from langmem_plugin.services.store_steps import StoreSteps
+
+__all__ = [
+    "RESULTS_NAMESPACE",
+    "THREAD_INDEX",
+    "ForgetReport",
+    "evict_steps",
+    "forget_steps",
+    "forget_user_steps",
+    "index_thread_ops",
+    "value_order",
+]
+
+logger = logging.getLogger(__name__)
+
+#: One item per thread of a user: how ``forget_user`` finds a user's threads.
+THREAD_INDEX: NamespaceTemplate = ("memory_meta", "threads", "{user_id}")
+#: Where stored tool results of a thread live (DESIGN: ``(..., "results", thread_id)``).
+RESULTS_NAMESPACE: NamespaceTemplate = DEFAULT_NAMESPACES[Compartment.RESULTS]
+_PAGE = 500
+
+
+def index_thread_ops(scope: Scope, *, template: NamespaceTemplate = THREAD_INDEX) -> list[PutOp]:
+    """The write that records ``scope``'s thread as one of its user's (none without both ids)."""
+    if not scope.user_id or not scope.thread_id:
+        return []
+    value = {"user_id": scope.user_id, "thread_id": scope.thread_id}
+    return [PutOp(scope.namespace(template), scope.thread_id, value, index=False)]
+
+
+def value_order(memory: StoredMemory) -> tuple[int, int, int, str]:
+    """The eviction order: superseded first, then lowest priority, least accessed, oldest."""
+    record = memory.record
+    return (int(is_current(record)), record.priority, record.access_count, record.updated_at.isoformat())
+
+
+def evict_steps(
+    namespace: tuple[str, ...], max_items: int, *, protect: Iterable[str] = ()
+) -> StoreSteps[list[StoredMemory]]:
+    """Evict the least valuable memories of ``namespace`` until it holds ``max_items``; returns them.
+
+    ``protect`` ids (just written) are not evicted. Each eviction is logged at INFO.
+    """
+    items = yield from list_plan(namespace)
+    if len(items) <= max_items:
+        return []
+    kept = set(protect)
+    memories = [m for i in items if (m := to_stored(i, Compartment.USER)) and m.id not in kept]
+    victims = sorted(memories, key=value_order)[: len(items) - max_items]
+    if victims:
+        yield [PutOp(m.namespace, m.id, None) for m in victims]
+    for memory in victims:
+        logger.info(
+            "memory cap %d reached in %s: evicted %s (priority %d, accessed %d, %s)",
+            max_items,
+            namespace,
+            memory.id,
+            memory.record.priority,
+            memory.record.access_count,
+            "superseded" if not is_current(memory.record) else "current",
+        )
+    return victims
+
+
+def forget_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    memory_id: str,
+    *,
+    compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
+) -> StoreSteps[StoredMemory]:
+    """Delete the memory ``memory_id`` of ``scope``; recorded in the user's history when there is a user.
+
+    Compartments whose namespace the scope cannot fill (session memory without a thread)
+    are not searched.
+
+    Raises:
+        MemoryNotFoundError: no such id in those compartments.
+        ScopeError: the scope fills none of them.
+    """
+    usable = []
+    for compartment in compartments:  # those the scope has the ids for (no thread: no session memory)
+        try:
+            layout.namespace(compartment, scope)
+        except ScopeError:
+            continue
+        usable.append(compartment)
+    if not usable:
+        layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
+    memory = yield from delete_plan(scope, layout, memory_id, compartments=usable)
+    if scope.user_id:
+        change = Change(memory.id, "DELETE", memory.record.content, None, "forget")
+        yield history_ops(scope, [change], source="forget", template=history)
+    return memory
+
+
+@dataclass
+class ForgetReport:
+    """What ``forget_user`` removed.
+
+    Attributes:
+        user_id: whose data.
+        counts: items removed per place: ``user``, ``session``, ``tool_results``, ``history``,
+            ``thread_index``.
+        kinds: memory records removed per kind (``episode``, ``fact``, ``plan`` ...).
+        threads: the threads whose data was removed.
+        shared_threads: threads another user also has: their namespaces were kept.
+    """
+
+    user_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+    threads: list[str] = field(default_factory=list)
+    shared_threads: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Every item removed."""
+        return sum(self.counts.values())
+
+
+def _prefix_items(prefix: tuple[str, ...]) -> StoreSteps[list[Item]]:
+    """Every item under ``prefix`` (the namespace and those below it)."""
+    items: list[Item] = []
+    offset = 0
+    while True:
+        (page,) = yield [SearchOp(prefix, limit=_PAGE, offset=offset, refresh_ttl=False)]
+        items.extend(page)
+        if len(page) < _PAGE:
+            return items
+        offset += _PAGE
+
+
+def _static_prefix(template: NamespaceTemplate) -> tuple[str, ...]:
+    """The labels of ``template`` before its first placeholder."""
+    labels: list[str] = []
+    for label in template:
+        if template_keys((label,)):
+            break
+        labels.append(label)
+    return tuple(labels)
+
+
+def forget_user_steps(
+    user_id: str,
+    layout: MemoryLayout,
+    *,
+    threads: Iterable[str] = (),
+    thread_namespaces: Sequence[NamespaceTemplate] | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
+    index: NamespaceTemplate = THREAD_INDEX,
+) -> StoreSteps[ForgetReport]:
+    """Remove everything of ``user_id``; returns the counts.
+
+    Args:
+        user_id: whose data.
+        layout: the compartments' namespaces (user and session memory).
+        threads: thread ids of the user beyond those in the thread index.
+        thread_namespaces: the per-thread namespace templates to clear, each filled with the
+            thread id (default: the session compartment and :data:`RESULTS_NAMESPACE`).
+        history: the history template.
+        index: the thread index template.
+    """
+    scope = Scope(user_id=user_id)
+    report = ForgetReport(user_id)
+    index_ns = scope.namespace(index)
+    index_items = yield from list_plan(index_ns)
+    known = [str(i.value.get("thread_id") or i.key) for i in index_items]
+    candidates = list(dict.fromkeys([*known, *threads]))
+    index_prefix = _static_prefix(index)
+    for thread in candidates:
+        (claims,) = yield [SearchOp(index_prefix, filter={"thread_id": thread}, limit=50, refresh_ttl=False)]
+        others = {c.value.get("user_id") for c in claims} - {user_id}
+        if others:
+            report.shared_threads.append(thread)
+            logger.warning("forget_user(%r): thread %r is shared with other users; kept", user_id, thread)
+        else:
+            report.threads.append(thread)
+    templates = list(thread_namespaces or (layout.template(Compartment.SESSION), RESULTS_NAMESPACE))
+    places: list[tuple[str, tuple[str, ...]]] = [
+        ("user", layout.namespace(Compartment.USER, scope)),
+        ("history", scope.namespace(history)),
+    ]
+    session_template = layout.template(Compartment.SESSION)
+    for thread in report.threads:
+        thread_scope = Scope(user_id=user_id, thread_id=thread, agent=layout.default_agent)
+        for template in templates:
+            if template == session_template:
+                name = "session"
+            elif template == RESULTS_NAMESPACE:
+                name = "tool_results"
+            else:
+                name = "/".join(_static_prefix(template)) or "thread"
+            places.append((name, thread_scope.namespace(template)))
+    places.append(("thread_index", index_ns))
+    doomed: list[PutOp] = []
+    seen: set[tuple[tuple[str, ...], str]] = set()
+    for name, namespace in places:
+        items = yield from _prefix_items(namespace)
+        for item in items:
+            identity = (tuple(item.namespace), item.key)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            report.counts[name] = report.counts.get(name, 0) + 1
+            record = read_record(item) if name in ("user", "session") else None
+            if record is not None:
+                kind = record.kind.value if isinstance(record.kind, MemoryKind) else str(record.kind)
+                report.kinds[kind] = report.kinds.get(kind, 0) + 1
+            doomed.append(PutOp(tuple(item.namespace), item.key, None))
+    for start in range(0, len(doomed), _PAGE):
+        yield doomed[start : start + _PAGE]
+    logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
+    return report

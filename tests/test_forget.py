@@ -1,0 +1,162 @@
+"""Forgetting: one memory, a whole user (exactly, against a second user with the same data), a cap."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin import Memory, MemoryState, RememberConfig
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.validity import invalidated
+from langmem_plugin.services import MemoryLayout, execute, save_plan
+from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
+from langmem_plugin.services.extraction import Candidate
+from langmem_plugin.services.forgetting import RESULTS_NAMESPACE
+from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
+
+THREADS = {"alice": ["a1", "a2"], "bob": ["b1", "b2"]}
+
+
+def _snapshot(store: BaseStore) -> dict[tuple[tuple[str, ...], str], dict[str, Any]]:
+    out = {}
+    for namespace in store.list_namespaces(limit=1000):
+        for item in store.search(namespace, limit=1000):
+            if tuple(item.namespace) == namespace:
+                out[(namespace, item.key)] = item.value
+    return out
+
+
+def _populate(memory: Memory, user: str, threads: list[str]) -> None:
+    """The same data for every user: episodes, a fact, a session note, tool results, history."""
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Noted."] * len(threads)))
+    graph = builder.compile(checkpointer=InMemorySaver(), store=memory.store)
+    layout = memory.layout
+    for thread in threads:
+        config = {"configurable": {"user_id": user, "thread_id": thread}}
+        graph.invoke({"messages": [HumanMessage("I like green tea")]}, config)
+        scope = Scope(user_id=user, thread_id=thread)
+        execute(
+            memory.store,
+            save_plan(scope, layout, "Plan: book flights", compartment="session", kind="summary"),
+        )
+        namespace = scope.namespace(RESULTS_NAMESPACE)
+        memory.store.put(namespace, "r1", {"content": "weather: sunny"}, index=False)
+    scope = Scope(user_id=user)
+    execute(memory.store, save_plan(scope, layout, "The user prefers green tea"))
+    doomed = execute(memory.store, save_plan(scope, layout, "A typo memory"))
+    memory.forget(doomed.id, {"configurable": {"user_id": user}})
+
+
+def _belongs_to(key: tuple[tuple[str, ...], str], user: str) -> bool:
+    namespace = key[0]
+    return namespace[-1] == user or namespace[-1] in THREADS[user]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_forget_user_removes_everything_of_theirs_and_nothing_of_anyone_else(mode: str) -> None:
+    memory = Memory(embeddings=FakeEmbeddings(), remember=RememberConfig(compartments=("session", "user")))
+    for user, threads in THREADS.items():
+        _populate(memory, user, threads)
+    before = _snapshot(memory.store)
+    alice = {k for k in before if _belongs_to(k, "alice")}
+    bob = {k: v for k, v in before.items() if _belongs_to(k, "bob")}
+    assert len(alice) == len(bob) > 0  # the same data
+    assert set(before) == alice | set(bob)
+
+    report = memory.forget_user("alice") if mode == "sync" else await memory.aforget_user("alice")
+
+    after = _snapshot(memory.store)
+    assert after == bob  # bob's data is untouched, value for value; nothing of alice's is left
+    assert report.total == len(alice)
+    assert sorted(report.threads) == ["a1", "a2"]
+    assert report.shared_threads == []
+    assert report.counts == {
+        "user": 3,  # two episodes and one fact (the typo memory was forgotten before)
+        "history": 1,  # the forget of the typo memory
+        "session": 4,  # per thread: the episode and the archived summary
+        "tool_results": 2,
+        "thread_index": 2,
+    }
+    assert report.kinds == {"episode": 4, "fact": 1, "summary": 2}
+
+
+def test_a_thread_shared_with_another_user_is_kept_and_reported() -> None:
+    memory = Memory(embeddings=FakeEmbeddings())
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Hi.", "Hello."]))
+    graph = builder.compile(store=memory.store)
+    for user in ("alice", "bob"):
+        graph.invoke(
+            {"messages": [HumanMessage(f"hi, {user} here")]},
+            {"configurable": {"user_id": user, "thread_id": "shared"}},
+        )
+    report = memory.forget_user("alice")
+    assert report.shared_threads == ["shared"]
+    assert report.threads == []
+    assert len(memory.store.search(("memories", "session", "shared"))) == 2
+    assert memory.store.search(("memory_meta", "threads", "bob"))
+
+
+def test_forget_one_memory_is_recorded_in_history() -> None:
+    memory = Memory(embeddings=FakeEmbeddings())
+    config = {"configurable": {"user_id": "alice"}}
+    saved = execute(memory.store, save_plan(Scope(user_id="alice"), memory.layout, "Lives in Oslo"))
+    forgotten = memory.forget(saved.id, config)
+    assert forgotten.record.content == "Lives in Oslo"
+    assert memory.store.get(("memories", "user", "alice"), saved.id) is None
+    (entry,) = memory.history(saved.id, config)
+    assert (entry.action, entry.old, entry.new, entry.source) == ("DELETE", "Lives in Oslo", None, "forget")
+
+
+def test_a_cap_evicts_the_least_valuable_first_logged_and_counted(caplog: pytest.LogCaptureFixture) -> None:
+    store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
+    layout, scope = MemoryLayout(), Scope(user_id="alice")
+    old = execute(store, save_plan(scope, layout, "Drives a red car", priority=9))
+    low = execute(store, save_plan(scope, layout, "Once visited Rome", priority=2))
+    high = execute(store, save_plan(scope, layout, "Is allergic to peanuts", priority=10))
+    gone = invalidated(old.record, by=None, reason="sold the car")
+    store.put(old.namespace, old.id, gone.to_value(), index=INDEX_FIELDS)
+    config = ConsolidationConfig(max_memories=3)
+    decider = ScriptedChatModel([])  # no near matches: no decision call
+
+    with caplog.at_level(logging.INFO, logger="langmem_plugin.services.forgetting"):
+        first = consolidate(store, scope, [Candidate("Plays the cello")], model=decider, config=config)
+        second = consolidate(store, scope, [Candidate("Works as a nurse")], model=decider, config=config)
+    assert first.evicted == [old.id]  # superseded first, despite its priority
+    assert second.evicted == [low.id]  # then the lowest priority
+    assert first.counts()["evicted"] == 1
+    kept = {i.value["content"] for i in store.search(("memories", "user", "alice"))}
+    assert kept == {"Is allergic to peanuts", "Plays the cello", "Works as a nurse"}
+    assert high.id in {i.key for i in store.search(("memories", "user", "alice"))}
+    assert next(r.getMessage() for r in caplog.records if "evicted" in r.getMessage()).startswith(
+        "memory cap 3"
+    )
+    history = {
+        i.value["memory_id"]: i.value["action"]
+        for i in store.search(("memory_meta", "history", "alice"), limit=50)
+        if i.value["action"] == "EVICT"
+    }
+    assert history == {old.id: "EVICT", low.id: "EVICT"}
+
+
+def test_a_user_who_comes_back_after_forget_user_is_indexed_again() -> None:
+    memory = Memory(embeddings=FakeEmbeddings())
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Hi.", "Hi again."]))
+    graph = builder.compile(store=memory.store)
+    config = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
+    graph.invoke({"messages": [HumanMessage("hello")]}, config)
+    assert memory.forget_user("alice").threads == ["t1"]
+    graph.invoke({"messages": [HumanMessage("hello again")]}, config)
+    again = memory.forget_user("alice")
+    assert again.threads == ["t1"]
+    assert again.counts["session"] == 1
