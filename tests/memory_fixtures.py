@@ -11,10 +11,10 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services import MemoryLayout, aexecute, execute
-from langmem_plugin.services.store_steps import Plan
+from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.testing import FakeEmbeddings
 
-Runner = Callable[[Plan[Any]], Any]
+Runner = Callable[[StoreSteps[Any]], Any]
 
 
 def fake_store() -> InMemoryStore:

@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import INVALID_AT, SUPERSEDED_BY, VALID_AT, is_current
-from langmem_plugin.services import MemoryLayout, execute, save_plan, search_plan
+from langmem_plugin.services import MemoryLayout, execute, save_steps, search_steps
 from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
 from langmem_plugin.services.extraction import Candidate, ExtractionConfig
 from langmem_plugin.services.reflection import Reflector
@@ -101,7 +101,7 @@ def test_a_changed_preference_invalidates_the_old_one_and_recall_has_the_new() -
     recalled = memory.recall([HumanMessage("What do I prefer to drink?")], ALICE_T1)
     assert "The user prefers tea" in recalled.prompt
     assert "The user prefers coffee" not in recalled.prompt  # a superseded fact leaves recall ...
-    found = execute(memory.store, search_plan(ALICE, memory.layout, "coffee", compartments=["user"]))
+    found = execute(memory.store, search_steps(ALICE, memory.layout, "coffee", compartments=["user"]))
     assert coffee_id in [m.id for m in found]  # ... and stays findable by search,
     (old,) = [m.compact() for m in found if m.id == coffee_id]
     assert old["invalid_at"] == coffee["metadata"][INVALID_AT]  # marked as no longer true
@@ -120,8 +120,8 @@ def test_a_changed_preference_invalidates_the_old_one_and_recall_has_the_new() -
 def test_a_contradiction_is_resolved_in_time_and_an_update_merges() -> None:
     store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
     layout = MemoryLayout()
-    tool_written = execute(store, save_plan(ALICE, layout, "Sam lives in Paris", source="tool:save_memory"))
-    dog = execute(store, save_plan(ALICE, layout, "Sam has a dog"))
+    tool_written = execute(store, save_steps(ALICE, layout, "Sam lives in Paris", source="tool:save_memory"))
+    dog = execute(store, save_steps(ALICE, layout, "Sam has a dog"))
     decider = ScriptedChatModel(
         [
             lambda messages: tool_call(
@@ -168,7 +168,7 @@ def test_a_contradiction_is_resolved_in_time_and_an_update_merges() -> None:
 
 def test_a_hallucinated_id_never_touches_a_memory_and_the_candidate_is_added() -> None:
     store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
-    old = execute(store, save_plan(ALICE, MemoryLayout(), "Sam lives in Paris"))
+    old = execute(store, save_steps(ALICE, MemoryLayout(), "Sam lives in Paris"))
     decider = ScriptedChatModel(
         [
             tool_call(
@@ -186,9 +186,9 @@ def test_a_hallucinated_id_never_touches_a_memory_and_the_candidate_is_added() -
 
 
 def _read(memory_id: str) -> Any:
-    from langmem_plugin.services.operations import get_plan
+    from langmem_plugin.services.operations import get_steps
 
-    memory = yield from get_plan(ALICE, MemoryLayout(), memory_id, track_access=False)
+    memory = yield from get_steps(ALICE, MemoryLayout(), memory_id, track_access=False)
     return memory.record
 
 

@@ -15,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import invalidated
-from langmem_plugin.services import MemoryLayout, execute, save_plan
+from langmem_plugin.services import MemoryLayout, execute, save_steps
 from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
 from langmem_plugin.services.extraction import Candidate
 from langmem_plugin.services.forgetting import RESULTS_NAMESPACE
@@ -46,13 +46,13 @@ def _populate(memory: Memory, user: str, threads: list[str]) -> None:
         scope = Scope(user_id=user, thread_id=thread)
         execute(
             memory.store,
-            save_plan(scope, layout, "Plan: book flights", compartment="session", kind="summary"),
+            save_steps(scope, layout, "Plan: book flights", compartment="session", kind="summary"),
         )
         namespace = scope.namespace(RESULTS_NAMESPACE)
         memory.store.put(namespace, "r1", {"content": "weather: sunny"}, index=False)
     scope = Scope(user_id=user)
-    execute(memory.store, save_plan(scope, layout, "The user prefers green tea"))
-    doomed = execute(memory.store, save_plan(scope, layout, "A typo memory"))
+    execute(memory.store, save_steps(scope, layout, "The user prefers green tea"))
+    doomed = execute(memory.store, save_steps(scope, layout, "A typo memory"))
     memory.forget(doomed.id, {"configurable": {"user_id": user}})
 
 
@@ -109,7 +109,7 @@ def test_a_thread_shared_with_another_user_is_kept_and_reported() -> None:
 def test_forget_one_memory_is_recorded_in_history() -> None:
     memory = Memory(embeddings=FakeEmbeddings())
     config = {"configurable": {"user_id": "alice"}}
-    saved = execute(memory.store, save_plan(Scope(user_id="alice"), memory.layout, "Lives in Oslo"))
+    saved = execute(memory.store, save_steps(Scope(user_id="alice"), memory.layout, "Lives in Oslo"))
     forgotten = memory.forget(saved.id, config)
     assert forgotten.record.content == "Lives in Oslo"
     assert memory.store.get(("memories", "user", "alice"), saved.id) is None
@@ -120,9 +120,9 @@ def test_forget_one_memory_is_recorded_in_history() -> None:
 def test_a_cap_evicts_the_least_valuable_first_logged_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
     layout, scope = MemoryLayout(), Scope(user_id="alice")
-    old = execute(store, save_plan(scope, layout, "Drives a red car", priority=9))
-    low = execute(store, save_plan(scope, layout, "Once visited Rome", priority=2))
-    high = execute(store, save_plan(scope, layout, "Is allergic to peanuts", priority=10))
+    old = execute(store, save_steps(scope, layout, "Drives a red car", priority=9))
+    low = execute(store, save_steps(scope, layout, "Once visited Rome", priority=2))
+    high = execute(store, save_steps(scope, layout, "Is allergic to peanuts", priority=10))
     gone = invalidated(old.record, by=None, reason="sold the car")
     store.put(old.namespace, old.id, gone.to_value(), index=INDEX_FIELDS)
     config = ConsolidationConfig(max_memories=3)

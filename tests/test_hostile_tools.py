@@ -29,9 +29,9 @@ from langmem_plugin import create_memory_tools
 from langmem_plugin.core.record import CATEGORY_PATTERN
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError
-from langmem_plugin.services import MemoryLayout, execute, save_plan, search_plan
+from langmem_plugin.services import MemoryLayout, execute, save_steps, search_steps
 from langmem_plugin.services.layout import CompartmentLimits
-from langmem_plugin.services.operations import clear_plan
+from langmem_plugin.services.operations import clear_steps
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings
 
@@ -91,13 +91,13 @@ def _call(graph: Any, name: str, args: dict[str, Any]) -> ToolMessage:
 def _fill(store: BaseStore) -> list[str]:
     ids = []
     for i, category in enumerate(["work", "work/api", "home", "home/garden"]):
-        ids.append(execute(store, save_plan(SCOPE, LAYOUT, f"memory {i}", category=category)).id)
+        ids.append(execute(store, save_steps(SCOPE, LAYOUT, f"memory {i}", category=category)).id)
     return ids
 
 
 def _count(store: BaseStore) -> int:
     return len(
-        execute(store, search_plan(SCOPE, LAYOUT, compartments=["user"], limit=100, track_access=False))
+        execute(store, search_steps(SCOPE, LAYOUT, compartments=["user"], limit=100, track_access=False))
     )
 
 
@@ -122,11 +122,11 @@ def test_a_bad_category_is_an_error_the_model_can_act_on(store: BaseStore, tool:
 def test_clear_never_widens_to_the_whole_compartment(store: BaseStore, category: str) -> None:
     _fill(store)
     with pytest.raises(InvalidFilterError):
-        execute(store, clear_plan(SCOPE, LAYOUT, "user", category=category))
+        execute(store, clear_steps(SCOPE, LAYOUT, "user", category=category))
     with pytest.raises(InvalidFilterError, match="all=true"):
-        execute(store, clear_plan(SCOPE, LAYOUT, "user"))
+        execute(store, clear_steps(SCOPE, LAYOUT, "user"))
     with pytest.raises(InvalidFilterError, match="all=true"):
-        execute(store, clear_plan(SCOPE, LAYOUT, "user", tags=["", "  "]))
+        execute(store, clear_steps(SCOPE, LAYOUT, "user", tags=["", "  "]))
     graph = _graph(store)
     for args in (
         {"compartment": "user", "category": category},
@@ -164,9 +164,9 @@ def test_the_clear_tool_tells_the_model_how_to_clear_everything() -> None:
 @given(st.text(max_size=12))
 def test_any_category_filter_is_valid_or_refused(category: str) -> None:
     store = InMemoryStore()
-    execute(store, save_plan(SCOPE, LAYOUT, "keep me", category="keep"))
+    execute(store, save_steps(SCOPE, LAYOUT, "keep me", category="keep"))
     try:
-        execute(store, clear_plan(SCOPE, LAYOUT, "user", category=category))
+        execute(store, clear_steps(SCOPE, LAYOUT, "user", category=category))
     except InvalidFilterError:
         assert not CATEGORY_PATTERN.fullmatch(category.strip())
     else:
@@ -220,7 +220,9 @@ def test_the_item_limit_holds_under_8_threads(store: BaseStore) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    stored = execute(store, search_plan(SCOPE, LIMITED, compartments=["user"], limit=100, track_access=False))
+    stored = execute(
+        store, search_steps(SCOPE, LIMITED, compartments=["user"], limit=100, track_access=False)
+    )
     assert len(stored) == 20
     assert sum(a.startswith("Saved memory") for a in answers) == 20
     assert sum("full" in a for a in answers) == 20
@@ -231,7 +233,9 @@ async def test_the_item_limit_holds_under_50_tasks(store: BaseStore) -> None:
     answers = await asyncio.gather(
         *(save.ainvoke({"content": f"task memory {i}"}, CONFIG) for i in range(50))
     )
-    stored = execute(store, search_plan(SCOPE, LIMITED, compartments=["user"], limit=100, track_access=False))
+    stored = execute(
+        store, search_steps(SCOPE, LIMITED, compartments=["user"], limit=100, track_access=False)
+    )
     assert len(stored) == 20
     assert sum(str(a).startswith("Saved memory") for a in answers) == 20
 

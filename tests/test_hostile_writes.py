@@ -30,7 +30,7 @@ from langmem_plugin.errors import (
     InvalidValueError,
     LangMemPluginError,
 )
-from langmem_plugin.services import MemoryLayout, execute, save_plan
+from langmem_plugin.services import MemoryLayout, execute, save_steps
 from langmem_plugin.stores._validation import (
     MAX_VALUE_DEPTH,
     CheckedStore,
@@ -239,7 +239,7 @@ def test_memory_record_refuses_what_a_store_could_not_write(fields: dict[str, An
 def test_save_plan_with_a_lone_surrogate_writes_nothing(store: BaseStore) -> None:
     scope = Scope(user_id="u1", thread_id="t1")
     with pytest.raises(InvalidRecordError, match="surrogate"):
-        execute(store, save_plan(scope, MemoryLayout(), BAD_TEXT))
+        execute(store, save_steps(scope, MemoryLayout(), BAD_TEXT))
     assert store.list_namespaces() == []
 
 

@@ -16,7 +16,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import create_memory_tools
 from langmem_plugin.errors import CompartmentError, ConfigurationError, ScopeError
-from langmem_plugin.services import MemoryLayout, execute, save_plan, search_plan
+from langmem_plugin.services import MemoryLayout, execute, save_steps, search_steps
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES
 
 ALICE = {"configurable": {"user_id": "alice", "thread_id": "ta"}}
@@ -143,7 +143,7 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
     from langmem_plugin.core.scope import Scope
 
     bob = Scope(user_id="bob", thread_id="tbob")
-    secret = execute(store, save_plan(bob, layout, "bob's bank PIN is 1234", category="secrets"))
+    secret = execute(store, save_steps(bob, layout, "bob's bank PIN is 1234", category="secrets"))
     graph = _tool_graph(create_memory_tools(store=store), None)
     attack = _calls(
         ("save_memory", {"content": "planted", "user_id": "bob", "namespace": list(BOB_NS), "config": ALICE}),
@@ -165,7 +165,7 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
         assert "1234" not in result.content
     assert "secrets" not in categories.content
     # bob's memory is intact and alone; the planted memory went to alice
-    bobs = execute(store, search_plan(bob, layout, track_access=False))
+    bobs = execute(store, search_steps(bob, layout, track_access=False))
     assert [(m.id, m.record.content) for m in bobs] == [(secret.id, "bob's bank PIN is 1234")]
     assert saved.status == "success"
     planted_id = saved.content.split()[2]
@@ -179,4 +179,4 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
     assert "planted" in cleared.content
     assert "1234" not in cleared.content
     assert store.get(("memories", "user", "alice"), planted_id) is None
-    assert len(execute(store, search_plan(bob, layout, track_access=False))) == 1
+    assert len(execute(store, search_steps(bob, layout, track_access=False))) == 1

@@ -12,7 +12,7 @@ from langgraph.graph import StateGraph
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_plan
+from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_steps
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
@@ -29,7 +29,7 @@ def _memory(mode: str) -> Memory:
     scope = Scope(user_id="alice")
     for k in range(40):  # more than the dense search returns: some hits are lexical-only
         execute(
-            memory.store, save_plan(scope, memory.layout, f"Neighbour number {k} owns a dog called Rex{k}")
+            memory.store, save_steps(scope, memory.layout, f"Neighbour number {k} owns a dog called Rex{k}")
         )
     return memory
 

@@ -23,8 +23,8 @@ from langmem_plugin.services import (
     episode_from_messages,
     execute,
     remember_steps,
-    save_plan,
-    search_plan,
+    save_steps,
+    search_steps,
 )
 from tests.memory_fixtures import Runner, fake_store
 
@@ -90,13 +90,13 @@ def test_remember_writes_one_episode_per_exchange(run: Runner, store: InMemorySt
 
 def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scope: Scope) -> None:
     layout = MemoryLayout(limits={"session": CompartmentLimits(max_items=3)})
-    execute(store, save_plan(scope, layout, "a fact to keep", compartment="session"))
+    execute(store, save_steps(scope, layout, "a fact to keep", compartment="session"))
     for i in range(5):
         episode = episode_from_messages([HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
         assert episode is not None
         execute(store, remember_steps(scope, layout, episode))
     contents = sorted(
-        m.record.content for m in execute(store, search_plan(scope, layout, compartments=["session"]))
+        m.record.content for m in execute(store, search_steps(scope, layout, compartments=["session"]))
     )
     assert contents == ["User: q3\nAssistant: a3", "User: q4\nAssistant: a4", "a fact to keep"]
 
@@ -104,7 +104,7 @@ def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scop
     episode = episode_from_messages([HumanMessage("q"), AIMessage("a")])
     assert episode is not None
     other = Scope(user_id="alice", thread_id="t9")
-    execute(store, save_plan(other, facts_only, "only facts here", compartment="session"))
+    execute(store, save_steps(other, facts_only, "only facts here", compartment="session"))
     with pytest.raises(MemoryLimitError, match="session memory is full"):
         execute(store, remember_steps(other, facts_only, episode))
 

@@ -30,7 +30,7 @@ from langmem_plugin.services import (
     execute,
     load_documents,
     message_blocks,
-    save_plan,
+    save_steps,
     trim_window,
     window_removals,
 )
@@ -124,7 +124,7 @@ def test_delete_idle_threads(kind: str, tmp_path: Path) -> None:
         _checkpointed_threads(saver)
         store = InMemoryStore()
         execute(
-            store, save_plan(Scope(thread_id="old"), MemoryLayout(), "session note", compartment="session")
+            store, save_steps(Scope(thread_id="old"), MemoryLayout(), "session note", compartment="session")
         )
         future = datetime.now(UTC) + timedelta(days=10)
         assert delete_idle_threads(saver, timedelta(days=30), now=future) == []

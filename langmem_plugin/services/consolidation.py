@@ -53,10 +53,10 @@ from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import (
     INDEX_FIELDS,
     StoredMemory,
-    list_plan,
+    list_steps,
     new_memory_id,
     to_stored,
-    write_plan,
+    write_steps,
 )
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
@@ -219,7 +219,7 @@ def _match_steps(
     pages = yield [SearchOp(namespace, query=c.content, limit=limit, refresh_ttl=False) for c in candidates]
     found = [[m for i in page if (m := to_stored(i, Compartment.USER))] for page in pages]
     if any(m.score is None for ms in found for m in ms):  # no index: score by word overlap instead
-        items = yield from list_plan(namespace)
+        items = yield from list_steps(namespace)
         every = [m for i in items if (m := to_stored(i, Compartment.USER))]
         found = [
             sorted(
@@ -394,7 +394,7 @@ def consolidate_steps(
             decisions.setdefault(decision.candidate, []).append(decision)
     puts = _apply(scope, layout, namespace, fresh, decisions, config, result)
     if puts:
-        yield from write_plan(puts)
+        yield from write_steps(puts)
     if config.max_memories is not None:
         evicted = yield from evict_steps(namespace, config.max_memories, protect=set(result.added))
         result.evicted.extend(m.id for m in evicted)

@@ -32,7 +32,7 @@ from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import DEFAULT_NAMESPACES, Compartment, MemoryLayout
-from langmem_plugin.services.operations import StoredMemory, delete_plan, list_plan, read_record, to_stored
+from langmem_plugin.services.operations import StoredMemory, delete_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -76,7 +76,7 @@ def evict_steps(
 
     ``protect`` ids (just written) are not evicted. Each eviction is logged at INFO.
     """
-    items = yield from list_plan(namespace)
+    items = yield from list_steps(namespace)
     if len(items) <= max_items:
         return []
     kept = set(protect)
@@ -123,7 +123,7 @@ def forget_steps(
         usable.append(compartment)
     if not usable:
         layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
-    memory = yield from delete_plan(scope, layout, memory_id, compartments=usable)
+    memory = yield from delete_steps(scope, layout, memory_id, compartments=usable)
     if scope.user_id:
         change = Change(memory.id, "DELETE", memory.record.content, None, "forget")
         yield history_ops(scope, [change], source="forget", template=history)
@@ -200,7 +200,7 @@ def forget_user_steps(
     scope = Scope(user_id=user_id)
     report = ForgetReport(user_id)
     index_ns = scope.namespace(index)
-    index_items = yield from list_plan(index_ns)
+    index_items = yield from list_steps(index_ns)
     known = [str(i.value.get("thread_id") or i.key) for i in index_items]
     candidates = list(dict.fromkeys([*known, *threads]))
     index_prefix = _static_prefix(index)

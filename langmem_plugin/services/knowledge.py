@@ -32,7 +32,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens, encoding_for_model
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS, list_plan, to_stored
+from langmem_plugin.services.operations import INDEX_FIELDS, list_steps, to_stored
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
@@ -188,7 +188,7 @@ def add_documents_steps(
             metadata={"source": document.name, "chunk": str(number), "chunks": str(len(chunks))},
         )
         ops.append(PutOp(namespace, _key(document.name, number), record.to_value(), index=INDEX_FIELDS))
-    existing = yield from list_plan(
+    existing = yield from list_steps(
         namespace, max_items=layout.limits_for(Compartment.KNOWLEDGE).max_items or 100_000
     )
     stale = [

@@ -1,6 +1,6 @@
 """Memory operations: save, search, get, update, delete, list categories, clear.
 
-Each operation is a *plan* (see :mod:`langmem_plugin.services.store_steps`): run it
+Each operation is written as *store steps* (see :mod:`langmem_plugin.services.store_steps`): run it
 with :func:`~langmem_plugin.services.execute` or ``await``
 :func:`~langmem_plugin.services.aexecute` over any LangGraph ``BaseStore``.
 Namespaces come from a :class:`~langmem_plugin.Scope` and a
@@ -17,10 +17,10 @@ record's ``access_count``.
 >>> from langmem_plugin.core.scope import Scope
 >>> from langmem_plugin.services import MemoryLayout, execute
 >>> store, scope, layout = InMemoryStore(), Scope(user_id="u1", thread_id="t1"), MemoryLayout()
->>> saved = execute(store, save_plan(scope, layout, "Prefers green tea", category="preferences/drinks"))
->>> [m.record.content for m in execute(store, search_plan(scope, layout, category="preferences"))]
+>>> saved = execute(store, save_steps(scope, layout, "Prefers green tea", category="preferences/drinks"))
+>>> [m.record.content for m in execute(store, search_steps(scope, layout, category="preferences"))]
 ['Prefers green tea']
->>> execute(store, categories_plan(scope, layout))
+>>> execute(store, categories_steps(scope, layout))
 {'preferences': 1, 'preferences/drinks': 1}
 """
 
@@ -45,27 +45,27 @@ from langmem_plugin.services.layout import (
     MemoryLayout,
     parse_compartment,
 )
-from langmem_plugin.services.store_steps import Plan
+from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
     "INDEX_FIELDS",
     "StoredMemory",
     "access_ops",
-    "categories_plan",
-    "clear_plan",
-    "count_plan",
-    "delete_plan",
-    "get_plan",
-    "list_plan",
+    "categories_steps",
+    "clear_steps",
+    "count_steps",
+    "delete_steps",
+    "get_steps",
+    "list_steps",
     "new_memory_id",
     "parse_when",
     "read_record",
-    "save_plan",
-    "search_plan",
+    "save_steps",
+    "search_steps",
     "to_stored",
-    "update_plan",
-    "write_plan",
+    "update_steps",
     "write_rounds",
+    "write_steps",
 ]
 
 logger = logging.getLogger(__name__)
@@ -223,7 +223,7 @@ def _clean_tags(tags: Sequence[str] | str | None) -> list[str] | None:
     return cleaned or None
 
 
-def list_plan(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> Plan[list[Item]]:
+def list_steps(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> StoreSteps[list[Item]]:
     """Every item in ``namespace`` (exactly; not sub-namespaces), up to ``max_items``, paging."""
     items: list[Item] = []
     offset = 0
@@ -236,7 +236,7 @@ def list_plan(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> Plan
     return items[:max_items]
 
 
-def count_plan(namespace: tuple[str, ...], *, at_least: int) -> Plan[bool]:
+def count_steps(namespace: tuple[str, ...], *, at_least: int) -> StoreSteps[bool]:
     """Whether ``namespace`` holds at least ``at_least`` items (one item is read, at that offset)."""
     if at_least <= 0:
         return True
@@ -244,16 +244,18 @@ def count_plan(namespace: tuple[str, ...], *, at_least: int) -> Plan[bool]:
     return bool(page)
 
 
-def _room_plan(layout: MemoryLayout, compartment: Compartment, namespace: tuple[str, ...]) -> Plan[None]:
+def _room_steps(
+    layout: MemoryLayout, compartment: Compartment, namespace: tuple[str, ...]
+) -> StoreSteps[None]:
     limit = layout.limits_for(compartment).max_items
     if limit is None:
         return
-    full = yield from count_plan(namespace, at_least=limit)
+    full = yield from count_steps(namespace, at_least=limit)
     if full:
         layout.check_room(compartment, limit)
 
 
-def save_plan(
+def save_steps(
     scope: Scope,
     layout: MemoryLayout,
     content: str,
@@ -266,7 +268,7 @@ def save_plan(
     kind: MemoryKind | str = MemoryKind.FACT,
     source: str | None = None,
     memory_id: str | None = None,
-) -> Plan[StoredMemory]:
+) -> StoreSteps[StoredMemory]:
     """Save a new memory in ``compartment`` of ``scope``.
 
     Raises:
@@ -287,7 +289,7 @@ def save_plan(
         fields["priority"] = priority
     record = MemoryRecord(**fields)
     layout.check_content(comp, record.content)
-    yield from _room_plan(layout, comp, namespace)
+    yield from _room_steps(layout, comp, namespace)
     key = memory_id or new_memory_id()
     yield [PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS)]
     return StoredMemory(key, comp, namespace, record)
@@ -315,9 +317,9 @@ def write_rounds(ops: Sequence[PutOp]) -> list[list[PutOp]]:
     return rounds
 
 
-def write_plan(ops: Sequence[PutOp]) -> Plan[None]:
+def write_steps(ops: Sequence[PutOp]) -> StoreSteps[None]:
     """Write ``ops`` in the batches of :func:`write_rounds`."""
-    for batch in write_rounds(ops):  # noqa: UP028 - a plan must receive the results: not `yield from` a list
+    for batch in write_rounds(ops):  # noqa: UP028 - the steps must receive the results: not `yield from` a list
         yield batch
 
 
@@ -330,7 +332,7 @@ def access_ops(memories: Sequence[StoredMemory]) -> list[PutOp]:
     return ops
 
 
-def search_plan(
+def search_steps(
     scope: Scope,
     layout: MemoryLayout,
     query: str | None = None,
@@ -343,7 +345,7 @@ def search_plan(
     kinds: Sequence[MemoryKind] | None = None,
     limit: int = 10,
     track_access: bool = True,
-) -> Plan[list[StoredMemory]]:
+) -> StoreSteps[list[StoredMemory]]:
     """Search memories of ``scope`` in ``compartments`` (default: user and session).
 
     With a ``query``: best first by the store's score. Without: newest first.
@@ -374,7 +376,7 @@ def search_plan(
             memories.extend(m for i in page if tuple(i.namespace) == ns and (m := to_stored(i, comp)))
     else:
         for comp, ns in namespaces:
-            items = yield from list_plan(ns)
+            items = yield from list_steps(ns)
             memories.extend(m for i in items if (m := to_stored(i, comp)))
     memories = [
         m
@@ -387,7 +389,7 @@ def search_plan(
         memories.sort(key=lambda m: m.record.created_at, reverse=True)
     memories = memories[:limit]
     if track_access and memories:
-        yield from write_plan(access_ops(memories))
+        yield from write_steps(access_ops(memories))
     return memories
 
 
@@ -400,9 +402,9 @@ def _check_id(memory_id: Any) -> str:
     return memory_id.strip()
 
 
-def _find_plan(
+def _find_steps(
     scope: Scope, layout: MemoryLayout, memory_id: str, compartments: Iterable[Compartment | str] | None
-) -> Plan[StoredMemory]:
+) -> StoreSteps[StoredMemory]:
     key = _check_id(memory_id)
     namespaces = [(c, layout.namespace(c, scope)) for c in _compartments(compartments)]
     items = yield [GetOp(ns, key) for _, ns in namespaces]
@@ -414,26 +416,26 @@ def _find_plan(
     )
 
 
-def get_plan(
+def get_steps(
     scope: Scope,
     layout: MemoryLayout,
     memory_id: str,
     *,
     compartments: Iterable[Compartment | str] | None = None,
     track_access: bool = True,
-) -> Plan[StoredMemory]:
+) -> StoreSteps[StoredMemory]:
     """The memory with ``memory_id`` in the scope's ``compartments``.
 
     Raises:
         MemoryNotFoundError: no such id there.
     """
-    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    memory = yield from _find_steps(scope, layout, memory_id, compartments)
     if track_access:
         yield access_ops([memory])
     return memory
 
 
-def update_plan(
+def update_steps(
     scope: Scope,
     layout: MemoryLayout,
     memory_id: str,
@@ -444,7 +446,7 @@ def update_plan(
     tags: Sequence[str] | None = None,
     metadata: Mapping[str, str] | None = None,
     priority: int | None = None,
-) -> Plan[StoredMemory]:
+) -> StoreSteps[StoredMemory]:
     """Change the given fields of a memory (``None`` leaves a field as it is).
 
     Raises:
@@ -452,7 +454,7 @@ def update_plan(
         InvalidRecordError: a bad new value.
         MemoryLimitError: the new content is too long.
     """
-    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    memory = yield from _find_steps(scope, layout, memory_id, compartments)
     changes: dict[str, Any] = {}
     if content is not None:
         changes["content"] = content
@@ -470,30 +472,30 @@ def update_plan(
     return StoredMemory(memory.id, memory.compartment, memory.namespace, record)
 
 
-def delete_plan(
+def delete_steps(
     scope: Scope,
     layout: MemoryLayout,
     memory_id: str,
     *,
     compartments: Iterable[Compartment | str] | None = None,
-) -> Plan[StoredMemory]:
+) -> StoreSteps[StoredMemory]:
     """Delete a memory; returns what was deleted.
 
     Raises:
         MemoryNotFoundError: no such id.
     """
-    memory = yield from _find_plan(scope, layout, memory_id, compartments)
+    memory = yield from _find_steps(scope, layout, memory_id, compartments)
     yield [PutOp(memory.namespace, memory.id, None)]
     return memory
 
 
-def categories_plan(
+def categories_steps(
     scope: Scope, layout: MemoryLayout, *, compartments: Iterable[Compartment | str] | None = None
-) -> Plan[dict[str, int]]:
+) -> StoreSteps[dict[str, int]]:
     """The category tree with counts: every path prefix with the number of memories under it."""
     counts: dict[str, int] = {}
     for comp in _compartments(compartments):
-        items = yield from list_plan(layout.namespace(comp, scope))
+        items = yield from list_steps(layout.namespace(comp, scope))
         for item in items:
             record = read_record(item)
             if record is None:
@@ -505,7 +507,7 @@ def categories_plan(
     return dict(sorted(counts.items()))
 
 
-def clear_plan(
+def clear_steps(
     scope: Scope,
     layout: MemoryLayout,
     compartment: Compartment | str,
@@ -514,7 +516,7 @@ def clear_plan(
     tags: Sequence[str] | str | None = None,
     kinds: Sequence[MemoryKind] | None = None,
     everything: bool = False,
-) -> Plan[list[StoredMemory]]:
+) -> StoreSteps[list[StoredMemory]]:
     """Delete the memories of ``compartment`` that match ``category`` (a path prefix), ``tags`` and
     ``kinds``; returns them.
 
@@ -543,7 +545,7 @@ def clear_plan(
         raise InvalidFilterError(
             f"clear_memory needs a category or tags that say what to delete. {to_clear_all}"
         )
-    items = yield from list_plan(namespace)
+    items = yield from list_steps(namespace)
     removed = [
         m
         for i in items

@@ -34,7 +34,7 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS, count_plan
+from langmem_plugin.services.operations import INDEX_FIELDS, count_steps
 from langmem_plugin.services.plan import MAX_TEXT_CHARS, PLAN_CATEGORY, Plan, StepStatus, as_plan
 from langmem_plugin.services.store_steps import StoreSteps
 
@@ -251,7 +251,7 @@ def archive_steps(scope: Scope, layout: MemoryLayout, plan: Plan) -> StoreSteps[
     """
     namespace = layout.namespace(Compartment.SESSION, scope)
     limits = layout.limits_for(Compartment.SESSION)
-    if limits.max_items is not None and (yield from count_plan(namespace, at_least=limits.max_items)):
+    if limits.max_items is not None and (yield from count_steps(namespace, at_least=limits.max_items)):
         layout.check_room(Compartment.SESSION, limits.max_items)
     record = plan_record(plan, thread_id=scope.thread_id, max_chars=limits.max_chars)
     key = archive_key(plan)

@@ -49,7 +49,7 @@ from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
-from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_plan
+from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
 from langmem_plugin.services.plan_render import plan_prompt_lines
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.services.store_steps import StoreSteps
@@ -505,5 +505,5 @@ def recall_steps(
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
 
     if config.track_access and injected:
-        yield from write_plan(access_ops(injected))
+        yield from write_steps(access_ops(injected))
     return Recall(prompt, query, items, tokens, knowledge_mode, budgets)

@@ -42,7 +42,7 @@ from langmem_plugin.services.layout import (
     parse_compartment,
     room_held,
 )
-from langmem_plugin.services.operations import INDEX_FIELDS, count_plan, list_plan, to_stored, write_plan
+from langmem_plugin.services.operations import INDEX_FIELDS, count_steps, list_steps, to_stored, write_steps
 from langmem_plugin.services.store_steps import Pause, StoreSteps, arun_batch, run_batch
 
 __all__ = [
@@ -183,9 +183,9 @@ def remember_steps(
             tags=list(episode.tools),
             metadata={"thread_id": scope.thread_id} if scope.thread_id else {},
         )
-        full = limits.max_items is not None and (yield from count_plan(namespace, at_least=limits.max_items))
+        full = limits.max_items is not None and (yield from count_steps(namespace, at_least=limits.max_items))
         if full and limits.max_items is not None:
-            items = yield from list_plan(namespace, max_items=limits.max_items + 1)
+            items = yield from list_steps(namespace, max_items=limits.max_items + 1)
             keys = {i.key for i in items}
             if key not in keys and len(items) >= limits.max_items:
                 episodes = sorted(
@@ -198,7 +198,7 @@ def remember_steps(
                 ops.extend(PutOp(m.namespace, m.id, None) for m in episodes[:excess])
         ops.append(PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS))
         written.append((comp, namespace, key))
-    yield from write_plan(ops)
+    yield from write_steps(ops)
     return written
 
 

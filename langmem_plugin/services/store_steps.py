@@ -44,7 +44,6 @@ T = TypeVar("T")
 
 #: Steps over a store: a generator that yields batches of store operations and returns a value.
 StoreSteps = Generator[Sequence[Op], list[Any], T]
-Plan = Generator[Sequence[Op], list[Any], T]  # transitional: removed once every service says StoreSteps
 
 
 WriteWatcher = Callable[[Sequence[PutOp]], None]

@@ -43,7 +43,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import list_plan
+from langmem_plugin.services.operations import list_steps
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
@@ -160,7 +160,7 @@ def _delete_sessions_steps(layout: MemoryLayout, thread_ids: Sequence[str]) -> S
     removed = 0
     for thread_id in thread_ids:
         namespace = layout.namespace(Compartment.SESSION, Scope(thread_id=thread_id))
-        items = yield from list_plan(namespace)
+        items = yield from list_steps(namespace)
         if items:
             yield [PutOp(tuple(i.namespace), i.key, None) for i in items]
             removed += len(items)

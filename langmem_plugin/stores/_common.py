@@ -1,7 +1,7 @@
 """What every store of ours shares: filters, namespace listing, ordering, TTL (validation: ``_validation``).
 
-Pure helpers — no I/O — so that each store only plans engine calls and does
-them (STYLE.md: plan ops once, do I/O twice). The behaviour is the one written
+Pure helpers — no I/O — so that each store only prepares engine calls and does
+them (STYLE.md: prepare ops once, do I/O twice). The behaviour is the one written
 in ``STORE-CONTRACT.md``; the engine-specific stores translate what they can
 into their engine's native form and use :func:`compile_filter` for the rest.
 

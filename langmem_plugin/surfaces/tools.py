@@ -1,7 +1,7 @@
 """Memory tools for a chat model: ``model.bind_tools(tools)`` and ``ToolNode(tools)`` as they are.
 
 :func:`create_memory_tools` returns LangChain ``StructuredTool`` objects, each
-with a sync function and a coroutine over the same service plan
+with a sync function and a coroutine over the same store steps
 (:mod:`langmem_plugin.services.operations`). At call time a tool finds
 
 - its **store**: the one passed to the factory, else the graph's (``compile(store=...)``);
@@ -47,15 +47,15 @@ from langmem_plugin.services.layout import (
 )
 from langmem_plugin.services.operations import (
     StoredMemory,
-    categories_plan,
-    clear_plan,
-    delete_plan,
-    get_plan,
-    save_plan,
-    search_plan,
-    update_plan,
+    categories_steps,
+    clear_steps,
+    delete_steps,
+    get_steps,
+    save_steps,
+    search_steps,
+    update_steps,
 )
-from langmem_plugin.services.store_steps import Plan, aexecute, execute
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
@@ -166,8 +166,8 @@ def _where(memory: StoredMemory) -> str:
     return f"{memory.compartment.value} memory"
 
 
-# Each tool: (args schema, plan builder, answer formatter).
-PlanBuilder = Callable[[_Context, Scope, dict[str, Any]], Plan[Any]]
+# Each tool: (args schema, steps builder, answer formatter).
+PlanBuilder = Callable[[_Context, Scope, dict[str, Any]], StoreSteps[Any]]
 
 
 def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[str, ...] | None:
@@ -180,9 +180,9 @@ def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[st
     return ctx.layout.namespace(comp, scope)
 
 
-def _save_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+def _save_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
     comp = parse_compartment(a.get("compartment") or ctx.default_compartment, allowed=ctx.compartments)
-    return save_plan(
+    return save_steps(
         scope,
         ctx.layout,
         a["content"],
@@ -199,8 +199,8 @@ def _save_answer(m: StoredMemory) -> str:
     return f"Saved memory {m.id} in {_where(m)} (category {m.record.category!r})."
 
 
-def _search_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
-    return search_plan(
+def _search_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    return search_steps(
         scope,
         ctx.layout,
         a.get("query"),
@@ -218,8 +218,8 @@ def _search_answer(found: list[StoredMemory]) -> str:
     return _dump([m.compact() for m in found]) if found else "No memories found."
 
 
-def _get_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
-    return get_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments, track_access=ctx.track_access)
+def _get_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    return get_steps(scope, ctx.layout, a["id"], compartments=ctx.compartments, track_access=ctx.track_access)
 
 
 def _get_answer(m: StoredMemory) -> str:
@@ -240,39 +240,39 @@ def _get_answer(m: StoredMemory) -> str:
     )
 
 
-def _update_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+def _update_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
     fields = {k: a.get(k) for k in ("content", "category", "tags", "metadata", "priority")}
     if all(v is None for v in fields.values()):
         raise InvalidRecordError(
             "update_memory needs at least one field to change: content, category, tags, metadata or priority",
             field="content",
         )
-    return update_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments, **fields)
+    return update_steps(scope, ctx.layout, a["id"], compartments=ctx.compartments, **fields)
 
 
 def _update_answer(m: StoredMemory) -> str:
     return f"Updated memory {m.id}: {m.record.content!r} (category {m.record.category!r})."
 
 
-def _delete_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
-    return delete_plan(scope, ctx.layout, a["id"], compartments=ctx.compartments)
+def _delete_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    return delete_steps(scope, ctx.layout, a["id"], compartments=ctx.compartments)
 
 
 def _delete_answer(m: StoredMemory) -> str:
     return f"Deleted memory {m.id} from {_where(m)}: {m.record.content!r}."
 
 
-def _categories_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
-    return categories_plan(scope, ctx.layout, compartments=ctx.compartments)
+def _categories_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    return categories_steps(scope, ctx.layout, compartments=ctx.compartments)
 
 
 def _categories_answer(counts: dict[str, int]) -> str:
     return _dump(counts) if counts else "No memories saved yet."
 
 
-def _clear_plan(ctx: _Context, scope: Scope, a: dict[str, Any]) -> Plan[Any]:
+def _clear_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
     comp = parse_compartment(a["compartment"], allowed=ctx.compartments)
-    return clear_plan(
+    return clear_steps(
         scope,
         ctx.layout,
         comp,
@@ -292,13 +292,13 @@ def _clear_answer(removed: list[StoredMemory]) -> str:
 
 
 _TOOLS: dict[str, tuple[type[BaseModel], PlanBuilder, Callable[[Any], str]]] = {
-    "save_memory": (SaveMemoryInput, _save_plan, _save_answer),
-    "search_memory": (SearchMemoryInput, _search_plan, _search_answer),
-    "get_memory": (MemoryIdInput, _get_plan, _get_answer),
-    "update_memory": (UpdateMemoryInput, _update_plan, _update_answer),
-    "delete_memory": (MemoryIdInput, _delete_plan, _delete_answer),
-    "list_categories": (NoInput, _categories_plan, _categories_answer),
-    "clear_memory": (ClearMemoryInput, _clear_plan, _clear_answer),
+    "save_memory": (SaveMemoryInput, _save_steps, _save_answer),
+    "search_memory": (SearchMemoryInput, _search_steps, _search_answer),
+    "get_memory": (MemoryIdInput, _get_steps, _get_answer),
+    "update_memory": (UpdateMemoryInput, _update_steps, _update_answer),
+    "delete_memory": (MemoryIdInput, _delete_steps, _delete_answer),
+    "list_categories": (NoInput, _categories_steps, _categories_answer),
+    "clear_memory": (ClearMemoryInput, _clear_steps, _clear_answer),
 }
 
 
