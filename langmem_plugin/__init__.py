@@ -32,6 +32,8 @@ from langmem_plugin.services import (
     add_documents,
     trim_window,
 )
+from langmem_plugin.services.extraction import ExtractionConfig
+from langmem_plugin.services.results import ResultsConfig
 from langmem_plugin.stores import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,
@@ -67,6 +69,7 @@ __all__ = [
     "Compartment",
     "CompartmentLimits",
     "ConfigurationError",
+    "ExtractionConfig",
     "LangMemPluginError",
     "Memory",
     "MemoryKind",
@@ -77,6 +80,7 @@ __all__ = [
     "QdrantStore",
     "RecallConfig",
     "RememberConfig",
+    "ResultsConfig",
     "Scope",
     "StateKeys",
     "TokenBudgets",
