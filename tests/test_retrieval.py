@@ -301,16 +301,16 @@ def test_searches_and_plan_writes_from_other_threads_do_not_collide() -> None:
 
 
 def test_a_pool_without_spread_still_lifts_its_members() -> None:
-    from langmem_plugin.services.retrieval import _standardise
+    from langmem_plugin.services.fusion import zscores
 
     # one lexical match (a rare name): it must stand above the candidates BM25 did not find
-    lone = _standardise({"a": 3.2}, ["a", "b", "c"])
-    assert lone["a"] > lone["b"] == lone["c"]
-    tied = _standardise({"a": 1.0, "b": 1.0}, ["a", "b", "c"])
-    assert tied["a"] == tied["b"] > tied["c"]
-    spread = _standardise({"a": 2.0, "b": 1.0}, ["a", "b", "c"])
-    assert spread["a"] > spread["b"] == spread["c"]
-    assert _standardise({}, ["a"]) == {"a": 0.0}
+    a, b, c = zscores({"a": 3.2}, ["a", "b", "c"])
+    assert a > b == c
+    a, b, c = zscores({"a": 1.0, "b": 1.0}, ["a", "b", "c"])
+    assert a == b > c
+    a, b, c = zscores({"a": 2.0, "b": 1.0}, ["a", "b", "c"])
+    assert a > b == c
+    assert zscores({}, ["a"]) == [0.0]
 
 
 def lifted_ranking(config: RetrievalConfig, docs: dict[str, dict[str, Any]], query: str) -> list[str]:

@@ -39,7 +39,7 @@ from langgraph.store.base import Item
 
 from langmem_plugin.bench.locomo_salience import memory_salience
 from langmem_plugin.core.lexical import BM25Encoder
-from langmem_plugin.services.retrieval import field_text
+from langmem_plugin.services.fusion import field_text
 
 __all__ = ["MentionLift", "PeriodLift", "SalienceLift", "query_period"]
 

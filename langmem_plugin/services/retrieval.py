@@ -61,7 +61,6 @@ costs a dictionary lookup per candidate.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,9 +72,10 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index
 from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.fusion import field_text, zscores
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute, watch_writes
 
-__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem", "field_text"]
+__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
 
 RetrievalMode = Literal["hybrid", "dense", "lexical"]
 _MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -250,53 +250,6 @@ def _scan(prefix: Namespace, filter: dict[str, Any] | None) -> StoreSteps[list[I
         out.extend(page)
         if len(page) < _SCAN_PAGE:
             return out
-
-
-@functools.lru_cache(maxsize=256)
-def _path_parts(path: str) -> tuple[str, ...]:
-    return tuple(path.split("."))
-
-
-def field_text(value: Mapping[str, Any], path: str) -> str:
-    """The text at a dot path into ``value``: a string, or a list of strings joined; ``""`` if none.
-
-    >>> field_text({"metadata": {"speaker": "Sam"}}, "metadata.speaker")
-    'Sam'
-    """
-    node: Any = value
-    for part in _path_parts(path):
-        if not isinstance(node, dict | Mapping) or part not in node:
-            return ""
-        node = node[part]
-    if isinstance(node, str):
-        return node
-    if isinstance(node, list | tuple):
-        return " ".join(x for x in node if isinstance(x, str))
-    return ""
-
-
-def _standardise(scores: Mapping[_DocKey, float], keys: Iterable[_DocKey]) -> dict[_DocKey, float]:
-    """z-scores over the pool ``scores``; keys outside the pool get the pool's lowest score.
-
-    A pool without spread (one match, or ties only) still says something: being in it.
-    Its members get 1 and the rest 0, so a lone lexical match (a rare name) is lifted.
-    """
-    order = list(keys)
-    return dict(zip(order, _zscores(scores, order), strict=True))
-
-
-def _zscores(scores: Mapping[_DocKey, float], keys: Sequence[_DocKey]) -> list[float]:
-    """:func:`_standardise` as a list in the order of ``keys`` (what the fusion's loop reads)."""
-    if not scores:
-        return [0.0] * len(keys)
-    values = list(scores.values())
-    mean = sum(values) / len(values)
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    if std <= 1e-12:
-        return [1.0 if k in scores else 0.0 for k in keys]
-    floor = min(values)
-    get = scores.get
-    return [(get(k, floor) - mean) / std for k in keys]
 
 
 def _lifted(lift: Lift[Any], query: str, features: list[Any], scores: list[float]) -> list[float]:
@@ -558,7 +511,7 @@ class HybridRetriever:
         w = config.dense_weight
         scores = [
             w * d + (1.0 - w) * x
-            for d, x in zip(_zscores(dense, union), _zscores(lexical_scores, union), strict=True)
+            for d, x in zip(zscores(dense, union), zscores(lexical_scores, union), strict=True)
         ]
         if not (config.neighbour_weight or config.group_weight or config.lifts):
             return dict(zip(union, scores, strict=True))
