@@ -82,6 +82,6 @@ if isinstance(model, ScriptedChatModel):
     print("\nwhat the model saw of the plan after the two parallel updates of turn 2:")
     print(str(seen.content)[str(seen.content).index("[plan]") :])
 
-print("\narchived:", out["memory_context"].get("archived_plan"))
+print("\narchived:", out["memory_context"].get("archived_plans"))
 later = graph.invoke({"messages": [HumanMessage("How many changelog entries did 2.0 have?")]}, config)
 print("assistant:", later["messages"][-1].content)

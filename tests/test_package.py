@@ -73,6 +73,16 @@ DOCUMENTED_SUBMODULES = (
     "langmem_plugin.services.retrieval",
     "langmem_plugin.services.window",
     "langmem_plugin.services.knowledge",
+    "langmem_plugin.services.turn",
+    "langmem_plugin.services.plan",
+    "langmem_plugin.services.results",
+    "langmem_plugin.services.extraction",
+    "langmem_plugin.services.consolidation",
+    "langmem_plugin.services.forgetting",
+    "langmem_plugin.surfaces",
+    "langmem_plugin.surfaces.plan_tools",
+    "langmem_plugin.surfaces.result_tools",
+    "langmem_plugin.core.fence",
     "langmem_plugin.testing",
 )
 
