@@ -15,10 +15,9 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import invalidated
-from langmem_plugin.services import MemoryLayout, execute, save_steps
+from langmem_plugin.services import Compartment, MemoryLayout, execute, save_steps
 from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
 from langmem_plugin.services.extraction import Candidate
-from langmem_plugin.services.forgetting import RESULTS_NAMESPACE
 from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 
@@ -48,7 +47,7 @@ def _populate(memory: Memory, user: str, threads: list[str]) -> None:
             memory.store,
             save_steps(scope, layout, "Plan: book flights", compartment="session", kind="summary"),
         )
-        namespace = scope.namespace(RESULTS_NAMESPACE)
+        namespace = layout.namespace(Compartment.RESULTS, scope)
         memory.store.put(namespace, "r1", {"content": "weather: sunny"}, index=False)
     scope = Scope(user_id=user)
     execute(memory.store, save_steps(scope, layout, "The user prefers green tea"))
