@@ -402,6 +402,7 @@ def run_demo(
             plan=True,
             extraction=ExtractionConfig(model=extractor) if extraction else None,
         )
+        stack.callback(memory.close)  # before the store closes: background work finished, workers stopped
         out(_extraction_line(memory, extractor))
         builder = StateGraph(MemoryState)
         memory.add_to(builder, model, instructions=INSTRUCTIONS)
