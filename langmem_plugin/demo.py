@@ -12,9 +12,19 @@ answers from what recall put in its prompt — and the output says so.
 
 The scenario: in thread 1 the user states preferences (saved as memories);
 thread 2 relies on them, then updates one and deletes another; thread 3 asks
-what the agent knows. Each turn prints the memories recalled (with scores),
-the tokens injected against the tokens of the whole history so far, the tool
-calls, and what was stored. It says where the store and the checkpoints live,
+what the agent knows. In thread 4 the agent works on a multi-step task with a
+plan (``Memory(plan=True)``): it creates the plan and advances it, and the demo
+shows the plan section the model saw in its prompt. In thread 5 the user changes
+a preference without the agent calling any tool: background **extraction**
+(issue 16) finds it after the turn, consolidation supersedes the old memory
+(kept, marked no longer true) and ``memory.history(id)`` shows every change of
+that memory — the tool's save and update, then the invalidation. Offline, the
+scripted model plays the extractor and the consolidation decider, and the
+output says so; with ``OPENAI_API_KEY`` the real model extracts.
+
+Each turn prints the memories recalled (with scores), the tokens injected
+against the tokens of the whole history so far, the tool calls, the plan the
+model saw (when there is one), and what was stored. It says where the store and the checkpoints live,
 and what its two scores mean: **rank** is recall's own ordering (the store's
 relevance scaled to the best candidate, blended with priority and recency),
 **store** the similarity the store returned for the query. Text cut to fit a
@@ -32,20 +42,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_plugin import Memory, MemoryRecord, MemoryState, RecallConfig, Scope
+from langmem_plugin import ExtractionConfig, Memory, MemoryRecord, MemoryState, RecallConfig, Scope
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.tokens import count_message_tokens
+from langmem_plugin.core.validity import INVALID_AT, is_current
 from langmem_plugin.errors import LangMemPluginError
+from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
-__all__ = ["SCENARIO", "SCORES", "DemoTurn", "cut", "offline_model", "run_demo"]
+__all__ = ["SCENARIO", "SCORES", "DemoTurn", "cut", "offline_extractor", "offline_model", "run_demo"]
 
 USER_ID = "sam"
 TOKEN_MODEL = "gpt-4o-mini"
@@ -64,7 +77,14 @@ SCENARIO: tuple[tuple[str, str], ...] = (
     ("thread-2", "Actually, I started eating fish again last month."),
     ("thread-2", "Also, forget the half marathon: I dropped it."),
     ("thread-3", "What do you remember about me?"),
+    ("thread-4", "Help me host a dinner for six on Saturday: menu, shopping, cooking."),
+    ("thread-4", "The menu is settled: the chickpea curry, with grilled sardines as a starter."),
+    ("thread-5", "By the way, I've gone fully vegetarian again: no more fish for me."),
 )
+
+#: What the scripted extractor finds in thread 5 (the agent itself calls no tool there).
+EXTRACTED = "Sam is vegetarian again: no fish, no meat"
+PLAN_STEPS = ("Plan the menu", "Shop for the ingredients", "Cook and serve")
 
 
 #: What the two scores on a "recalled" line mean.
@@ -159,8 +179,83 @@ def offline_model() -> ScriptedChatModel:
             "Done — I've forgotten the half marathon.",
             # thread 3
             _profile,
+            # thread 4, turn 1: a multi-step task gets a plan
+            tool_call("create_plan", goal="Host a dinner for six on Saturday", steps=list(PLAN_STEPS)),
+            _plan_answer,
+            # thread 4, turn 2: one step done, the next one started (two calls in one step)
+            AIMessage(
+                "",
+                tool_calls=[
+                    *tool_call(
+                        "update_plan_step", step_id="s1", status="completed", notes="curry, sardines starter"
+                    ).tool_calls,
+                    *tool_call("update_plan_step", step_id="s2", status="in_progress").tool_calls,
+                ],
+            ),
+            _plan_answer,
+            # thread 5: no tool call; extraction picks the change up after the turn
+            "Thanks for telling me!",
         ]
     )
+
+
+def _plan_section(system: str) -> list[str]:
+    """The ``[plan]`` section of a system prompt, line by line (empty when there is none)."""
+    lines = system.splitlines()
+    if "[plan]" not in lines:
+        return []
+    section = []
+    for line in lines[lines.index("[plan]") + 1 :]:
+        if line.startswith(("[", "</memory_context>")):
+            break
+        section.append(line)
+    return section
+
+
+def _plan_answer(messages: list[BaseMessage]) -> str:
+    """An answer from the plan the model sees in its prompt (its goal line and its steps)."""
+    section = _plan_section(_system(messages))
+    steps = [line for line in section if line.startswith("- ")]
+    current = next((line for line in steps if "[in_progress]" in line or "[pending]" in line), None)
+    if not section or current is None:
+        return "The plan is done."
+    done = section[0].rsplit("(", 1)[-1].rstrip(")")
+    description = current.split("] ", 1)[1].split(" notes:", 1)[0]
+    return f"On it: {done}. Next up: {json.loads(description)}."
+
+
+def _extract(messages: list[BaseMessage]) -> AIMessage:
+    """The scripted extractor: plays extraction and the consolidation decision, from the prompt."""
+    prompt = "\n".join(str(m.content) for m in messages)
+    if "NEW 1:" in prompt:  # the consolidation call: the new diet supersedes the old one
+        old = next(
+            (
+                line.split("id=", 1)[1].split(":", 1)[0]
+                for line in prompt.splitlines()
+                if "EXISTING id=" in line and "pescatarian" in line
+            ),
+            None,
+        )
+        if old is None:
+            decision = {"candidate": 1, "action": "ADD", "reason": "a new fact"}
+        else:
+            decision = {
+                "candidate": 1,
+                "action": "INVALIDATE",
+                "target_id": old,
+                "reason": "Sam stopped eating fish",
+            }
+        return tool_call("ConsolidationDecisions", decisions=[decision])
+    if "fully vegetarian again" in prompt:
+        memory = {"content": EXTRACTED, "kind": "preference", "category": "preferences/food", "priority": 8}
+        return tool_call("ExtractedMemories", memories=[memory])
+    return tool_call("ExtractedMemories", memories=[])
+
+
+def offline_extractor() -> ScriptedChatModel:
+    """The offline extractor: a scripted model that finds the diet change of thread 5 and decides
+    how it consolidates (it reads the real prompts: the conversation, then the near matches)."""
+    return ScriptedChatModel([_extract] * 50, model_name="scripted-extractor")
 
 
 def _openai_model() -> BaseChatModel | None:
@@ -188,6 +283,20 @@ class DemoTurn:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[str] = field(default_factory=list)
     stored: dict[str, Any] | None = None
+    plan_seen: list[str] = field(default_factory=list)
+
+
+class _PromptSpy(BaseCallbackHandler):
+    """Keeps the system prompt of the agent model's latest call (what the model saw)."""
+
+    def __init__(self) -> None:
+        self.system = ""
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        if messages and messages[0]:
+            self.system = _system(messages[0])
 
 
 @contextmanager
@@ -218,6 +327,10 @@ def _print_turn(number: int, turn: DemoTurn, out: Callable[[str], None]) -> None
         out(f"tool call : {call['name']}({json.dumps(call['args'], ensure_ascii=False)})")
     for result in turn.tool_results:
         out(f"  → {cut(result, 110)}")
+    if turn.plan_seen:
+        out("plan seen : (the [plan] section of the model's prompt, rendered fresh before each call)")
+        for line in turn.plan_seen:
+            out(f"  {cut(line, 100)}")
     out(f"assistant : {turn.answer}")
     if turn.stored:
         out(
@@ -230,6 +343,8 @@ def run_demo(
     store: BaseStore | None = None,
     directory: str | os.PathLike[str] | None = None,
     model: BaseChatModel | None = None,
+    extractor: BaseChatModel | None = None,
+    extraction: bool = True,
     out: Callable[[str], None] = print,
 ) -> list[DemoTurn]:
     """Run the scenario and print each turn; returns the turns.
@@ -240,6 +355,9 @@ def run_demo(
             directory removed at the end.
         model: the chat model; default ``ChatOpenAI`` when ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is
             set, else the offline scripted model.
+        extractor: the model background extraction uses; default the agent's model when it is a
+            real one, else the offline scripted extractor (:func:`offline_extractor`).
+        extraction: ``False`` runs without extraction (the output says it is off, and why).
         out: where lines are printed.
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -275,7 +393,17 @@ def run_demo(
         )
         out(SCORES)
 
-        memory = Memory(store, model=TOKEN_MODEL, recall=RecallConfig(min_relevance=None, max_items=6))
+        if extraction and extractor is None:
+            extractor = offline_extractor() if isinstance(model, ScriptedChatModel) else model
+        memory = Memory(
+            store,
+            model=TOKEN_MODEL,
+            recall=RecallConfig(min_relevance=None, max_items=6),
+            plan=True,
+            extraction=ExtractionConfig(model=extractor) if extraction else None,
+        )
+        stack.callback(memory.close)  # before the store closes: background work finished, workers stopped
+        out(_extraction_line(memory, extractor))
         builder = StateGraph(MemoryState)
         memory.add_to(builder, model, instructions=INSTRUCTIONS)
         saver = stack.enter_context(SqliteSaver.from_conn_string(str(path / "checkpoints.sqlite")))
@@ -283,8 +411,13 @@ def run_demo(
 
         turns: list[DemoTurn] = []
         history: dict[str, list[BaseMessage]] = {}
+        spy = _PromptSpy()
         for number, (thread, text) in enumerate(SCENARIO, start=1):
-            config: RunnableConfig = {"configurable": {"thread_id": thread, "user_id": USER_ID}}
+            config: RunnableConfig = {
+                "configurable": {"thread_id": thread, "user_id": USER_ID},
+                "callbacks": [spy],
+            }
+            spy.system = ""
             before = len(history.get(thread, []))
             inputs: Any = {"messages": [HumanMessage(text)]}
             state = graph.invoke(inputs, config)
@@ -308,14 +441,71 @@ def run_demo(
                 ],
                 tool_results=[str(m.content) for m in new if isinstance(m, ToolMessage)],
                 stored=context.get("stored"),
+                plan_seen=_plan_section(spy.system),
             )
             turns.append(turn)
             _print_turn(number, turn, out)
-        memory.flush()
+        memory.flush()  # pending background extraction runs now
+        _print_extraction(memory, turns, out)
         out("\n── what the store holds about sam (user memory) ────────────────────")
         for key, record in sorted(_user_memories(memory), key=lambda pair: pair[1].category):
-            out(f"  {key}  {record.category:<20} accessed {record.access_count}×  {record.content}")
+            line = f"  {key}  {record.category:<20} accessed {record.access_count}×  {record.content}"
+            if not is_current(record):
+                line += f"  [no longer true since {str(record.metadata[INVALID_AT])[:10]}]"
+            out(line)
         return turns
+
+
+def _extraction_line(memory: Memory, extractor: BaseChatModel | None) -> str:
+    status = memory.extraction_status
+    if extractor is None:
+        return (
+            f"{status} — this run has no extraction model (run_demo(extraction=False)): memories are "
+            "written only by the agent's tool calls."
+        )
+    if isinstance(extractor, ScriptedChatModel):
+        return (
+            f"{status} — OFFLINE: the scripted model plays the extractor and the consolidation decider "
+            "(it reads the real extraction and consolidation prompts); the search for near matches, "
+            "the writes and the history are real."
+        )
+    return f"{status} — the model extracts memories in the background after each turn."
+
+
+def _updated_id(turns: list[DemoTurn]) -> str | None:
+    """The id of the memory the agent's ``update_memory`` call changed."""
+    for turn in turns:
+        for result in turn.tool_results:
+            if result.startswith("Updated memory "):
+                return result.removeprefix("Updated memory ").split(":", 1)[0]
+    return None
+
+
+def _print_extraction(memory: Memory, turns: list[DemoTurn], out: Callable[[str], None]) -> None:
+    out("\n── background extraction (after the turns; never in the user's turn) ───")
+    if memory.reflector is None:
+        out(f"  {memory.extraction_status}")
+        return
+    scope = Scope(user_id=USER_ID)
+    recorded = memory.store.search(
+        scope.namespace(HISTORY_NAMESPACE), filter={"source": "consolidation"}, limit=100
+    )
+    for item in sorted(recorded, key=lambda i: str(i.value.get("at"))):
+        entry = item.value
+        change = cut(str(entry.get("new") or entry.get("old")), 60)
+        why = f" ({entry['reason']})" if entry.get("reason") else ""
+        out(f"  {entry['action']:<10} {entry['memory_id']}  {change}  · from {entry.get('thread_id')}{why}")
+    if not recorded:
+        out("  nothing new to remember")
+    memory_id = _updated_id(turns)
+    if memory_id is None:
+        return
+    out(f"\n── memory.history({memory_id!r}): every change of the diet memory ─────")
+    config: RunnableConfig = {"configurable": {"user_id": USER_ID}}
+    for version in memory.history(memory_id, config):
+        old = "" if version.old is None else f"{cut(version.old, 40)} → "
+        new = "(deleted)" if version.new is None else cut(version.new, 45)
+        out(f"  {version.at[:19]}  {version.action:<10} {version.source:<19} {version.thread_id}  {old}{new}")
 
 
 def _user_memories(memory: Memory) -> list[tuple[str, MemoryRecord]]:

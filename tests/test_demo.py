@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from langmem_plugin.demo import SCENARIO, run_demo
+from langmem_plugin.demo import EXTRACTED, SCENARIO, DemoTurn, run_demo
 
 
 def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,6 +47,54 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     recalled = [line for line in lines if line.startswith("  [")]
     assert any(line.endswith("…") for line in recalled)  # a long episode, cut
     assert any(line.endswith("Sam is vegetarian") for line in recalled)  # a short memory, whole
+    _assert_plan_turns(turns, text)
+    _assert_extraction(turns, lines)
+
+
+def _assert_plan_turns(turns: list[DemoTurn], text: str) -> None:
+    """Thread 4: the agent creates a plan, then advances it; the plan is in the model's prompt."""
+    created, advanced = turns[6], turns[7]
+    assert (created.thread, advanced.thread) == ("thread-4", "thread-4")
+    assert [c["name"] for c in created.tool_calls] == ["create_plan"]
+    assert created.plan_seen[0] == 'goal: "Host a dinner for six on Saturday" (0 of 3 steps done)'
+    assert created.plan_seen[1:] == [
+        '- s1 [pending] "Plan the menu"',
+        '- s2 [pending] "Shop for the ingredients"',
+        '- s3 [pending] "Cook and serve"',
+    ]
+    assert [c["name"] for c in advanced.tool_calls] == ["update_plan_step", "update_plan_step"]
+    assert '- s1 [completed] "Plan the menu" notes: "curry, sardines starter"' in advanced.plan_seen
+    assert '- s2 [in_progress] "Shop for the ingredients"' in advanced.plan_seen
+    assert advanced.answer == "On it: 1 of 3 steps done. Next up: Shop for the ingredients."
+    assert "plan seen : (the [plan] section of the model's prompt" in text
+    assert not any(t.plan_seen for t in turns[:6])  # no plan in the threads without one
+
+
+def _assert_extraction(turns: list[DemoTurn], lines: list[str]) -> None:
+    """Thread 5: no tool call; extraction supersedes the diet memory; history shows every change."""
+    text = "\n".join(lines)
+    assert "extraction: on (scripted-extractor" in text
+    assert "OFFLINE: the scripted model plays the extractor and the consolidation decider" in text
+    assert turns[8].thread == "thread-5"
+    assert turns[8].tool_calls == []  # the agent wrote nothing itself
+    extracted = text.split("── background extraction", 1)[1].split("── memory.history", 1)[0]
+    found = [line.split() for line in extracted.splitlines()[1:] if line.strip()]
+    assert [words[0] for words in found] == ["ADD", "INVALIDATE"]
+    assert all(" ".join(words).endswith("from thread-5 (Sam stopped eating fish)") for words in found)
+    assert EXTRACTED in extracted
+    changes = text.split("── memory.history(", 1)[1].split("── what the store holds", 1)[0].splitlines()[1:]
+    actions = [line.split()[1:3] for line in changes if line.strip()]
+    assert actions == [
+        ["ADD", "tool:save_memory"],
+        ["UPDATE", "tool:update_memory"],
+        ["INVALIDATE", "consolidation"],
+    ]
+    assert "Sam is vegetarian → Sam is pescatarian: eats fish, no meat" in changes[1]
+    held = text.split("── what the store holds about sam", 1)[1].splitlines()
+    (old,) = [line for line in held if "Sam is pescatarian" in line]
+    assert "[no longer true since " in old  # superseded, kept
+    (new,) = [line for line in held if EXTRACTED in line]
+    assert "no longer true" not in new
 
 
 def test_cut_marks_cut_text() -> None:
@@ -67,8 +115,10 @@ def test_demo_with_a_given_store_names_it(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     lines: list[str] = []
     store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
-    run_demo(store=store, out=lines.append)
+    run_demo(store=store, out=lines.append, extraction=False)
     text = "\n".join(lines)
+    assert "extraction: off (no model configured" in text  # off, and it says why
+    assert "memories are written only by the agent's tool calls" in text
     assert "store     : InMemoryStore (given by the caller)" in text
     assert "removed at the end (--dir DIR keeps them)" in text
     assert "what the store holds about sam" in text

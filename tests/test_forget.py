@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,11 +16,11 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import invalidated
-from langmem_plugin.services import MemoryLayout, execute, save_steps
+from langmem_plugin.services import Compartment, MemoryLayout, execute, save_steps
 from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
 from langmem_plugin.services.extraction import Candidate
-from langmem_plugin.services.forgetting import RESULTS_NAMESPACE
 from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.window import adelete_idle_threads, delete_idle_threads
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 
 THREADS = {"alice": ["a1", "a2"], "bob": ["b1", "b2"]}
@@ -48,7 +49,7 @@ def _populate(memory: Memory, user: str, threads: list[str]) -> None:
             memory.store,
             save_steps(scope, layout, "Plan: book flights", compartment="session", kind="summary"),
         )
-        namespace = scope.namespace(RESULTS_NAMESPACE)
+        namespace = layout.namespace(Compartment.RESULTS, scope)
         memory.store.put(namespace, "r1", {"content": "weather: sunny"}, index=False)
     scope = Scope(user_id=user)
     execute(memory.store, save_steps(scope, layout, "The user prefers green tea"))
@@ -160,3 +161,67 @@ def test_a_user_who_comes_back_after_forget_user_is_indexed_again() -> None:
     again = memory.forget_user("alice")
     assert again.threads == ["t1"]
     assert again.counts["session"] == 1
+
+
+def _graph_on(memory: Memory, saver: InMemorySaver, replies: list[str]) -> Any:
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(replies))
+    return builder.compile(checkpointer=saver, store=memory.store)
+
+
+# tool results per user and thread: a template the thread id alone cannot fill
+PER_USER_RESULTS = MemoryLayout(namespaces={"results": ("tool_results", "{user_id}", "{thread_id}")})
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_delete_idle_threads_removes_session_results_and_index_of_those_threads_only(mode: str) -> None:
+    memory = Memory(embeddings=FakeEmbeddings(), layout=PER_USER_RESULTS)
+    idle_saver, busy_saver = InMemorySaver(), InMemorySaver()
+    for saver, thread in ((idle_saver, "old"), (busy_saver, "busy")):
+        config = {"configurable": {"user_id": "alice", "thread_id": thread}}
+        _graph_on(memory, saver, ["Noted."]).invoke({"messages": [HumanMessage("I like tea")]}, config)
+        scope = Scope(user_id="alice", thread_id=thread)
+        memory.store.put(memory.layout.namespace(Compartment.RESULTS, scope), "r1", {"content": "sunny"})
+    before = _snapshot(memory.store)
+    assert memory.store.search(("tool_results", "alice", "old"))
+    assert memory.store.get(("memory_meta", "threads", "alice"), "old") is not None
+
+    future = datetime.now(UTC) + timedelta(days=10)
+    if mode == "sync":
+        deleted = delete_idle_threads(
+            idle_saver, timedelta(days=1), now=future, store=memory.store, layout=memory.layout
+        )
+    else:
+        deleted = await adelete_idle_threads(
+            idle_saver, timedelta(days=1), now=future, store=memory.store, layout=memory.layout
+        )
+
+    assert deleted == ["old"]
+    after = _snapshot(memory.store)
+    gone = set(before) - set(after)
+    assert gone == {
+        key
+        for key in before
+        if key[0] in {("memories", "session", "old"), ("tool_results", "alice", "old")}
+        or key == (("memory_meta", "threads", "alice"), "old")
+    }
+    assert {k[0] for k in gone} == {
+        ("memories", "session", "old"),
+        ("tool_results", "alice", "old"),
+        ("memory_meta", "threads", "alice"),
+    }
+    assert all(after[k] == before[k] for k in after)  # the busy thread and the user memory are untouched
+    assert memory.forget_user("alice").threads == ["busy"]  # the index no longer lists the idle thread
+
+
+def test_forget_user_clears_tool_results_where_the_layout_puts_them() -> None:
+    memory = Memory(embeddings=FakeEmbeddings(), layout=PER_USER_RESULTS)
+    for user in ("alice", "bob"):
+        config = {"configurable": {"user_id": user, "thread_id": f"{user}-t"}}
+        _graph_on(memory, InMemorySaver(), ["Hi."]).invoke({"messages": [HumanMessage("hi")]}, config)
+        scope = Scope(user_id=user, thread_id=f"{user}-t")
+        memory.store.put(memory.layout.namespace(Compartment.RESULTS, scope), "r1", {"content": "42"})
+    report = memory.forget_user("alice")
+    assert report.counts["tool_results"] == 1
+    assert memory.store.search(("tool_results", "alice")) == []
+    assert len(memory.store.search(("tool_results", "bob", "bob-t"))) == 1

@@ -4,8 +4,11 @@
   scope) and records it in the user's history.
 - :func:`forget_user_steps` removes everything of one user: their long-term
   memory, their history, and for every thread of theirs the session memory
-  (episodes, archived plans, summaries) and the stored tool results. It returns
-  counts, and touches no one else.
+  (episodes, archived plans, summaries) and the stored tool results (the
+  layout's ``results`` compartment). It returns counts, and touches no one else.
+- :func:`delete_threads_steps` removes what belongs to threads (session memory,
+  stored tool results, their thread index entries) — ``delete_idle_threads``
+  runs it for the threads it deletes from a checkpointer.
 - :func:`evict_steps` keeps a namespace under a cap by evicting the least
   valuable memories first: superseded ones, then lowest priority, then least
   accessed, then oldest. Every eviction is logged and returned.
@@ -30,15 +33,15 @@ from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
-from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
-from langmem_plugin.services.layout import DEFAULT_NAMESPACES, Compartment, MemoryLayout
+from langmem_plugin.services.history import HISTORY_NAMESPACE
+from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, delete_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
-    "RESULTS_NAMESPACE",
     "THREAD_INDEX",
     "ForgetReport",
+    "delete_threads_steps",
     "evict_steps",
     "forget_steps",
     "forget_user_steps",
@@ -50,8 +53,6 @@ logger = logging.getLogger(__name__)
 
 #: One item per thread of a user: how ``forget_user`` finds a user's threads.
 THREAD_INDEX: NamespaceTemplate = ("memory_meta", "threads", "{user_id}")
-#: Where stored tool results of a thread live (DESIGN: ``(..., "results", thread_id)``).
-RESULTS_NAMESPACE: NamespaceTemplate = DEFAULT_NAMESPACES[Compartment.RESULTS]
 _PAGE = 500
 
 
@@ -123,11 +124,17 @@ def forget_steps(
         usable.append(compartment)
     if not usable:
         layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
-    memory = yield from delete_steps(scope, layout, memory_id, compartments=usable)
-    if scope.user_id:
-        change = Change(memory.id, "DELETE", memory.record.content, None, "forget")
-        yield history_ops(scope, [change], source="forget", template=history)
-    return memory
+    return (
+        yield from delete_steps(
+            scope,
+            layout,
+            memory_id,
+            compartments=usable,
+            recorded_by="forget",
+            reason="forget",
+            history=history,
+        )
+    )
 
 
 @dataclass
@@ -193,7 +200,7 @@ def forget_user_steps(
         layout: the compartments' namespaces (user and session memory).
         threads: thread ids of the user beyond those in the thread index.
         thread_namespaces: the per-thread namespace templates to clear, each filled with the
-            thread id (default: the session compartment and :data:`RESULTS_NAMESPACE`).
+            thread id (default: the layout's session and results compartments).
         history: the history template.
         index: the thread index template.
     """
@@ -212,18 +219,19 @@ def forget_user_steps(
             logger.warning("forget_user(%r): thread %r is shared with other users; kept", user_id, thread)
         else:
             report.threads.append(thread)
-    templates = list(thread_namespaces or (layout.template(Compartment.SESSION), RESULTS_NAMESPACE))
+    session_template = layout.template(Compartment.SESSION)
+    results_template = layout.template(Compartment.RESULTS)
+    templates = list(thread_namespaces or (session_template, results_template))
     places: list[tuple[str, tuple[str, ...]]] = [
         ("user", layout.namespace(Compartment.USER, scope)),
         ("history", scope.namespace(history)),
     ]
-    session_template = layout.template(Compartment.SESSION)
     for thread in report.threads:
         thread_scope = Scope(user_id=user_id, thread_id=thread, agent=layout.default_agent)
         for template in templates:
             if template == session_template:
                 name = "session"
-            elif template == RESULTS_NAMESPACE:
+            elif template == results_template:
                 name = "tool_results"
             else:
                 name = "/".join(_static_prefix(template)) or "thread"
@@ -248,3 +256,62 @@ def forget_user_steps(
         yield doomed[start : start + _PAGE]
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
+
+
+def _claims_steps(index: NamespaceTemplate, thread_id: str) -> StoreSteps[list[Item]]:
+    """The thread index entries of ``thread_id``, whichever user's."""
+    prefix = _static_prefix(index)
+    claims: list[Item] = []
+    offset = 0
+    while True:
+        (page,) = yield [
+            SearchOp(prefix, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset, refresh_ttl=False)
+        ]
+        claims.extend(page)
+        if len(page) < _PAGE:
+            return claims
+        offset += _PAGE
+
+
+def delete_threads_steps(
+    layout: MemoryLayout, thread_ids: Iterable[str], *, index: NamespaceTemplate = THREAD_INDEX
+) -> StoreSteps[dict[str, int]]:
+    """Delete what the store keeps for ``thread_ids``; returns counts per place.
+
+    For each thread: its session memory, its stored tool results (the layout's ``results``
+    compartment — on a store without TTL nothing else ever removes them) and its entries in
+    the thread index. A template that needs a user id is filled from the thread index; one
+    that needs an id the index does not give is skipped and logged.
+    """
+    counts = {"session": 0, "tool_results": 0, "thread_index": 0}
+    doomed: list[PutOp] = []
+    seen: set[tuple[tuple[str, ...], str]] = set()
+
+    def doom(name: str, items: Iterable[Item]) -> None:
+        for item in items:
+            identity = (tuple(item.namespace), item.key)
+            if identity not in seen:
+                seen.add(identity)
+                counts[name] += 1
+                doomed.append(PutOp(identity[0], item.key, None))
+
+    places = (("session", Compartment.SESSION), ("tool_results", Compartment.RESULTS))
+    for thread in dict.fromkeys(thread_ids):
+        claims = yield from _claims_steps(index, thread)
+        users: list[str | None] = list(
+            dict.fromkeys(str(c.value["user_id"]) for c in claims if c.value.get("user_id"))
+        )
+        for user in users or [None]:
+            scope = Scope(user_id=user, thread_id=thread, agent=layout.default_agent)
+            for name, compartment in places:
+                try:
+                    namespace = layout.namespace(compartment, scope)
+                except ScopeError as exc:
+                    logger.warning("thread %r: %s memory not deleted (%s)", thread, compartment.value, exc)
+                    continue
+                items = yield from _prefix_items(namespace)
+                doom(name, items)
+        doom("thread_index", claims)
+    for start in range(0, len(doomed), _PAGE):
+        yield doomed[start : start + _PAGE]
+    return counts

@@ -1,10 +1,13 @@
-"""History: every change to a memory made by consolidation or forgetting, readable by id.
+"""History: every change to a memory — by consolidation, the memory tools or forgetting — readable by id.
 
 Each change is one item in the user's history namespace
 (``("memory_meta", "history", "{user_id}")`` by default): when, which memory,
 what was done (``ADD``, ``UPDATE``, ``INVALIDATE``, ``DELETE``, ``EVICT``), the old
 and the new content, the run and thread it happened in, and the reason the
-decision gave. The same path works on every BaseStore (CheckpointerStore keeps
+decision gave. ``source`` says who made it: ``"consolidation"``, ``"forget"``, or the memory
+tool (``"tool:save_memory"``, ``"tool:update_memory"``, ``"tool:delete_memory"``,
+``"tool:clear_memory"``; :mod:`~langmem_plugin.services.operations` writes the entry in the
+same batch as the change). The same path works on every BaseStore (CheckpointerStore keeps
 its own item history besides). :func:`history_steps` reads the changes of one
 memory, oldest first; ``forget_user`` deletes a user's history with the rest.
 

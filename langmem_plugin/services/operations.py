@@ -13,6 +13,11 @@ Every value written is a :class:`~langmem_plugin.MemoryRecord`
 Reads that return memories to a caller (search, get) add one to each returned
 record's ``access_count``.
 
+Writes (save, update, delete, clear) given ``recorded_by`` (the memory tools pass
+``"tool:save_memory"`` ...) record each change in the user's history
+(:mod:`langmem_plugin.services.history`) in the same batch as the change itself:
+a change is never stored without its history entry, nor an entry without its change.
+
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
 >>> from langmem_plugin.services import MemoryLayout, execute
@@ -37,8 +42,9 @@ from typing import Any
 from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
 
 from langmem_plugin.core.record import CATEGORY_PATTERN, MemoryKind, MemoryRecord, text_problem
-from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.errors import InvalidFilterError, InvalidRecordError, MemoryNotFoundError
+from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
     Compartment,
@@ -52,6 +58,7 @@ __all__ = [
     "StoredMemory",
     "access_ops",
     "categories_steps",
+    "changes_ops",
     "clear_steps",
     "count_steps",
     "delete_steps",
@@ -113,6 +120,20 @@ class StoredMemory:
 def new_memory_id() -> str:
     """A fresh, short memory id (12 hex digits of a random UUID)."""
     return uuid.uuid4().hex[:12]
+
+
+def changes_ops(
+    scope: Scope,
+    changes: Sequence[Change],
+    recorded_by: str | None,
+    *,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
+) -> list[PutOp]:
+    """The history writes of ``changes`` made by ``recorded_by`` (none when it is ``None`` or the
+    scope has no user: history is kept per user)."""
+    if recorded_by is None or not scope.user_id or not changes:
+        return []
+    return history_ops(scope, changes, source=recorded_by, template=history)
 
 
 def read_record(item: Item) -> MemoryRecord | None:
@@ -268,8 +289,12 @@ def save_steps(
     kind: MemoryKind | str = MemoryKind.FACT,
     source: str | None = None,
     memory_id: str | None = None,
+    recorded_by: str | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[StoredMemory]:
     """Save a new memory in ``compartment`` of ``scope``.
+
+    With ``recorded_by`` the save is recorded in the user's history (``ADD``), in the same batch.
 
     Raises:
         InvalidRecordError: a bad field (empty content, bad category, priority out of 1–10, ...).
@@ -291,7 +316,11 @@ def save_steps(
     layout.check_content(comp, record.content)
     yield from _room_steps(layout, comp, namespace)
     key = memory_id or new_memory_id()
-    yield [PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS)]
+    change = Change(key, "ADD", None, record.content)
+    yield [
+        PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS),
+        *changes_ops(scope, [change], recorded_by, history=history),
+    ]
     return StoredMemory(key, comp, namespace, record)
 
 
@@ -446,8 +475,13 @@ def update_steps(
     tags: Sequence[str] | None = None,
     metadata: Mapping[str, str] | None = None,
     priority: int | None = None,
+    recorded_by: str | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[StoredMemory]:
     """Change the given fields of a memory (``None`` leaves a field as it is).
+
+    With ``recorded_by`` the change is recorded in the user's history (``UPDATE``, old and new
+    content), in the same batch.
 
     Raises:
         MemoryNotFoundError: no such id.
@@ -468,7 +502,11 @@ def update_steps(
         changes["priority"] = priority
     record = memory.record.touched(**changes)
     layout.check_content(memory.compartment, record.content)
-    yield [PutOp(memory.namespace, memory.id, record.to_value(), index=INDEX_FIELDS)]
+    change = Change(memory.id, "UPDATE", memory.record.content, record.content)
+    yield [
+        PutOp(memory.namespace, memory.id, record.to_value(), index=INDEX_FIELDS),
+        *changes_ops(scope, [change], recorded_by, history=history),
+    ]
     return StoredMemory(memory.id, memory.compartment, memory.namespace, record)
 
 
@@ -478,14 +516,24 @@ def delete_steps(
     memory_id: str,
     *,
     compartments: Iterable[Compartment | str] | None = None,
+    recorded_by: str | None = None,
+    reason: str | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[StoredMemory]:
     """Delete a memory; returns what was deleted.
+
+    With ``recorded_by`` the deletion is recorded in the user's history (``DELETE``, the old
+    content and ``reason``), in the same batch.
 
     Raises:
         MemoryNotFoundError: no such id.
     """
     memory = yield from _find_steps(scope, layout, memory_id, compartments)
-    yield [PutOp(memory.namespace, memory.id, None)]
+    change = Change(memory.id, "DELETE", memory.record.content, None, reason)
+    yield [
+        PutOp(memory.namespace, memory.id, None),
+        *changes_ops(scope, [change], recorded_by, history=history),
+    ]
     return memory
 
 
@@ -516,6 +564,8 @@ def clear_steps(
     tags: Sequence[str] | str | None = None,
     kinds: Sequence[MemoryKind] | None = None,
     everything: bool = False,
+    recorded_by: str | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[list[StoredMemory]]:
     """Delete the memories of ``compartment`` that match ``category`` (a path prefix), ``tags`` and
     ``kinds``; returns them.
@@ -553,5 +603,15 @@ def clear_steps(
         and _matches(m.record, category=category, tags=tag_list, since=None, until=None, kinds=kinds)
     ]
     if removed:
-        yield [PutOp(m.namespace, m.id, None) for m in removed]
+        if everything:
+            why = f"cleared the whole {comp.value} compartment"
+        else:
+            said = [f"category {category!r}" if category else "", f"tags {tag_list!r}" if tag_list else ""]
+            said.append(f"kinds {[str(k) for k in kinds]!r}" if kinds else "")
+            why = f"cleared {comp.value} memory matching " + " and ".join(p for p in said if p)
+        changes = [Change(m.id, "DELETE", m.record.content, None, why) for m in removed]
+        yield [
+            *(PutOp(m.namespace, m.id, None) for m in removed),
+            *changes_ops(scope, changes, recorded_by, history=history),
+        ]
     return removed

@@ -13,7 +13,7 @@ return :func:`window_removals` from a node as the ``messages`` update.
 
 :func:`delete_idle_threads` deletes threads whose newest checkpoint is older
 than ``max_idle`` from a checkpointer (and, given a store, their session
-memory).
+memory, their stored tool results and their thread index entries).
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> history = [HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")]
@@ -23,6 +23,7 @@ memory).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,15 +37,16 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.record import utc_now
-from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import list_steps
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.forgetting import delete_threads_steps
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.store_steps import aexecute, execute
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "adelete_idle_threads",
@@ -156,15 +158,8 @@ def _idle(latest: dict[str, datetime], max_idle: timedelta, now: datetime | None
     return sorted(t for t, when in latest.items() if when < cutoff)
 
 
-def _delete_sessions_steps(layout: MemoryLayout, thread_ids: Sequence[str]) -> StoreSteps[int]:
-    removed = 0
-    for thread_id in thread_ids:
-        namespace = layout.namespace(Compartment.SESSION, Scope(thread_id=thread_id))
-        items = yield from list_steps(namespace)
-        if items:
-            yield [PutOp(tuple(i.namespace), i.key, None) for i in items]
-            removed += len(items)
-    return removed
+def _log_removed(idle: Sequence[str], counts: dict[str, int]) -> None:
+    logger.info("deleted %d idle threads; from the store: %s", len(idle), counts)
 
 
 def delete_idle_threads(
@@ -181,8 +176,10 @@ def delete_idle_threads(
     Args:
         checkpointer: any LangGraph checkpointer that can ``list`` and ``delete_thread``.
         max_idle: how long a thread may stay untouched.
-        store: when given, the threads' session memory is deleted from it too.
-        layout: the session namespace template (default layout when ``None``).
+        store: when given, what it keeps for those threads is deleted from it too: their session
+            memory, their stored tool results (on a store without TTL nothing else removes
+            them) and their entries in the thread index (``forget_user``'s list of a user's threads).
+        layout: the session and results namespace templates (default layout when ``None``).
         now: the current time (tests).
         dry_run: only say which threads would be deleted.
     """
@@ -192,7 +189,7 @@ def delete_idle_threads(
     for thread_id in idle:
         checkpointer.delete_thread(thread_id)
     if store is not None and idle:
-        execute(store, _delete_sessions_steps(layout or MemoryLayout(), idle))
+        _log_removed(idle, execute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     return idle
 
 
@@ -212,5 +209,5 @@ async def adelete_idle_threads(
     for thread_id in idle:
         await checkpointer.adelete_thread(thread_id)
     if store is not None and idle:
-        await aexecute(store, _delete_sessions_steps(layout or MemoryLayout(), idle))
+        _log_removed(idle, await aexecute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     return idle

@@ -10,6 +10,9 @@ with a sync function and a coroutine over the same store steps
   user, a thread or a namespace; ids are looked up only inside the caller's
   own compartments.
 
+Every change a tool makes (save, update, delete, clear) is recorded in the user's
+history in the same batch (``source`` ``"tool:<tool>"``; read it with ``memory.history(id)``).
+
 Errors the model can fix (an unknown id, an empty content, a bad category or
 date, a full compartment) come back as an error ``ToolMessage`` that says what
 to do; configuration errors (no store, no ``user_id`` in the config) raise.
@@ -192,6 +195,7 @@ def _save_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[An
         metadata=a.get("metadata"),
         priority=a.get("priority"),
         source="tool:save_memory",
+        recorded_by="tool:save_memory",
     )
 
 
@@ -247,7 +251,18 @@ def _update_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[
             "update_memory needs at least one field to change: content, category, tags, metadata or priority",
             field="content",
         )
-    return update_steps(scope, ctx.layout, a["id"], compartments=ctx.compartments, **fields)
+    return update_steps(
+        scope,
+        ctx.layout,
+        a["id"],
+        compartments=ctx.compartments,
+        content=a.get("content"),
+        category=a.get("category"),
+        tags=a.get("tags"),
+        metadata=a.get("metadata"),
+        priority=a.get("priority"),
+        recorded_by="tool:update_memory",
+    )
 
 
 def _update_answer(m: StoredMemory) -> str:
@@ -255,7 +270,9 @@ def _update_answer(m: StoredMemory) -> str:
 
 
 def _delete_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
-    return delete_steps(scope, ctx.layout, a["id"], compartments=ctx.compartments)
+    return delete_steps(
+        scope, ctx.layout, a["id"], compartments=ctx.compartments, recorded_by="tool:delete_memory"
+    )
 
 
 def _delete_answer(m: StoredMemory) -> str:
@@ -279,6 +296,7 @@ def _clear_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[A
         category=a.get("category"),
         tags=a.get("tags"),
         everything=a.get("all") is True,
+        recorded_by="tool:clear_memory",
     )
 
 
