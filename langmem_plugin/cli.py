@@ -1,6 +1,6 @@
 """The ``langmem-plugin`` command.
 
-``langmem-plugin demo`` runs a memory agent through three sessions;
+``langmem-plugin demo`` runs a memory agent through five threads;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
 measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
 ``--version`` and ``--help`` do what they say.
@@ -111,7 +111,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from langmem_plugin.demo import run_demo
 
-    print(f"langmem-plugin {__version__} — demo: a memory agent across three threads")
+    print(f"langmem-plugin {__version__} — demo: a memory agent across five threads")
     run_demo(directory=args.dir)
     return 0
 
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=_doctor)
 
     demo = commands.add_parser(
-        "demo", help="run a real memory agent through three sessions and show what memory does each turn"
+        "demo", help="run a real memory agent through five threads and show what memory does each turn"
     )
     demo.add_argument(
         "--dir",
