@@ -2,7 +2,8 @@
 
 ``langmem-plugin demo`` runs a memory agent through five threads;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
-measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers.
+measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers,
+``langmem-plugin bench context`` how light an agent's context stays on a research trace.
 ``--version`` and ``--help`` do what they say.
 
 A benchmark that cannot run here (a missing extra, missing data, an unknown name)
@@ -15,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from langmem_plugin import __version__
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError
@@ -105,6 +107,15 @@ def _run_bench(args: argparse.Namespace) -> int:
         if splits:
             print(splits)
         return 0
+    if args.bench == "context":
+        from langmem_plugin.bench.context import run_context_bench
+
+        print(
+            f"langmem-plugin {__version__} — context benchmark ({args.steps} tool calls of 5-50 KB "
+            f"results from {args.data}, scripted model)"
+        )
+        print(run_context_bench(args.data, args.steps).report())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
@@ -144,6 +155,7 @@ def _names(valid: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs and the tests)."""
+    from langmem_plugin.bench.context import DEFAULT_DATA as DEFAULT_CONTEXT_DATA
     from langmem_plugin.bench.locomo import VARIANTS
     from langmem_plugin.bench.stores import OPTIMIZED, PEERS
 
@@ -217,6 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME,...",
         help=f"comma-separated rows to run, from: {', '.join(VARIANTS)} (default: all)",
     )
+    context = benches.add_parser(
+        "context",
+        help="prompt tokens per call, prefix kept, results retrievable: no management, LangChain's "
+        "middlewares, ours",
+    )
+    context.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_CONTEXT_DATA,
+        help=f"path to locomo10.json (LoCoMo, not shipped; default {DEFAULT_CONTEXT_DATA})",
+    )
+    context.add_argument("--steps", type=int, default=20, help="tool calls in the trace (default 20)")
     bench.set_defaults(func=_bench)
     return parser
 

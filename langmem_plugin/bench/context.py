@@ -7,10 +7,15 @@ answers. The same trace runs through:
 - **none**: a graph with memory but no result management — every result in full, every call;
 - **context-editing**: ``create_agent`` with LangChain's ``ContextEditingMiddleware``
   (``ClearToolUsesEdit`` with its defaults);
+- **summarization-mw**: ``create_agent`` with LangChain's ``SummarizationMiddleware``
+  (triggered at 16k tokens, keeps 8k; a scripted summarizer);
 - **ours**: the same graph with ``Memory(results=ResultsConfig(...))`` — each result stored,
   shown in full once, then a citation decided once: after one model call (the default), or
   only when the conversation passes 16k / 32k tokens (fewer, larger compactions: the prompt
-  grows append-only between them, which a provider's prompt cache rewards).
+  grows append-only between them, which a provider's prompt cache rewards);
+- **ours: summary 16k**: ``Memory(window=WindowConfig(max_tokens=16_000, summary=SummaryConfig(...)))``
+  with the same scripted summarizer — what the window would drop is summarized once into state,
+  down to half the window (:mod:`langmem_plugin.services.summary`); with and without results as memory.
 
 Per model call it prints the prompt tokens (``gpt-4o-mini``'s tokenizer) and, per
 setup, how many calls fit in 16k and 128k tokens, the share of the previous
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +43,12 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import Memory, MemoryState, WindowConfig
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.tokens import count_message_tokens
+from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.results import ResultsConfig
+from langmem_plugin.services.summary import SummaryConfig
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 __all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]
@@ -54,7 +62,21 @@ OURS = {
     "ours: past 16k": ResultsConfig(keep_calls=None, compact_above_tokens=16_000, compact_target=0.25),
     "ours: past 32k": ResultsConfig(keep_calls=None, compact_above_tokens=32_000, compact_target=0.25),
 }
+#: The window of the summarization setups (ours and LangChain's): summarize past it, down to half.
+WINDOW_TOKENS = 16_000
 _CONFIG: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": "research"}}
+_SOURCES = re.compile(r"https://notes\.example/\d+|select \* from turns where step = \d+")
+
+
+def _summarize(messages: list[BaseMessage]) -> str:
+    """The scripted summarizer: the sources read so far (from the previous summary and the new messages)."""
+    text = "\n".join(str(m.content) for m in messages)
+    sources = list(dict.fromkeys(_SOURCES.findall(text)))
+    return f"Research so far: {len(sources)} sources read: " + "; ".join(sources)
+
+
+def _summarizer() -> ScriptedChatModel:
+    return ScriptedChatModel([_summarize] * 200)
 
 
 def _turns(conversation: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -95,7 +117,17 @@ def _rows(conversation: dict[str, Any], start: int, size: int) -> str:
 
 def build_trace(data: Path, steps: int = 20) -> list[tuple[str, str, str]]:
     """``(tool, argument, result)`` for each step: pages and JSON rows of 5–50 KB from LoCoMo."""
-    conversations = [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
+    if steps < 1:
+        raise ConfigurationError(f"--steps must be at least 1, got {steps}")
+    if not data.is_file():
+        raise ConfigurationError(
+            f"LoCoMo data not found at {str(data)!r}. Fix: pass --data PATH to locomo10.json "
+            "(e.g. ../shared/data/locomo/locomo10.json from the repository root)."
+        )
+    try:
+        conversations = [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
+        raise ConfigurationError(f"{str(data)!r} is not LoCoMo data (locomo10.json): {exc!r}") from exc
     trace = []
     for step in range(steps):
         conversation = conversations[step % len(conversations)]
@@ -212,9 +244,12 @@ def _measure(name: str, calls: list[list[BaseMessage]]) -> Setup:
 
 
 def _graph_run(
-    name: str, trace: Sequence[tuple[str, str, str]], results: ResultsConfig | None
+    name: str,
+    trace: Sequence[tuple[str, str, str]],
+    results: ResultsConfig | None,
+    window: WindowConfig | None = None,
 ) -> tuple[Setup, Memory]:
-    memory = Memory(embeddings=FakeEmbeddings(), model=MODEL, results=results)
+    memory = Memory(embeddings=FakeEmbeddings(), model=MODEL, results=results, window=window)
     model = ScriptedChatModel(_script(trace))
     builder = StateGraph(MemoryState)
     memory.add_to(builder, model, tools=_tools(trace), instructions="You research and report.")
@@ -239,6 +274,27 @@ def _context_editing_run(trace: Sequence[tuple[str, str, str]]) -> Setup | None:
     )
     agent.invoke({"messages": [HumanMessage("Research these conversations.")]}, _CONFIG)
     return _measure("context-editing", model.calls)
+
+
+def _summarization_run(trace: Sequence[tuple[str, str, str]]) -> Setup | None:
+    try:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import SummarizationMiddleware
+    except ImportError:  # pragma: no cover - the agents extra is missing
+        return None
+    model = ScriptedChatModel(_script(trace))
+    summarizer = SummarizationMiddleware(
+        _summarizer(), trigger=("tokens", WINDOW_TOKENS), keep=("tokens", WINDOW_TOKENS // 2)
+    )
+    agent = create_agent(
+        model,
+        tools=_tools(trace),
+        system_prompt="You research and report.",
+        middleware=[summarizer],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("Research these conversations.")]}, _CONFIG)
+    return _measure("summarization-mw", model.calls)
 
 
 def _retrievable(memory: Memory, trace: Sequence[tuple[str, str, str]]) -> float:
@@ -266,10 +322,18 @@ def run_context_bench(data: Path = DEFAULT_DATA, steps: int = 20) -> ContextBenc
     editing = _context_editing_run(trace)
     if editing is not None:
         setups.append(editing)
+    summarized = _summarization_run(trace)
+    if summarized is not None:
+        setups.append(summarized)
     for name, config in OURS.items():
         ours, memory = _graph_run(name, trace, config)
         ours.retrievable = _retrievable(memory, trace)
         setups.append(ours)
+    window = WindowConfig(max_tokens=WINDOW_TOKENS, summary=SummaryConfig(_summarizer()))
+    setups.append(_graph_run("ours: summary 16k", trace, None, window)[0])
+    ours, memory = _graph_run("ours: keep 1 + summary 16k", trace, ResultsConfig(), window)
+    ours.retrievable = _retrievable(memory, trace)
+    setups.append(ours)
     return ContextBenchResult(setups)
 
 

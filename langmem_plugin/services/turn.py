@@ -29,6 +29,11 @@ surface has it.
   compaction of results the model has seen is decided once, into state (``tool_results``,
   ``compacted``; see :mod:`~langmem_plugin.services.results`); :meth:`MemoryTurn.results_view`
   is what :meth:`MemoryTurn.model_messages` shows of them.
+- **Summarization** (``WindowConfig(summary=SummaryConfig(model))``, :mod:`~langmem_plugin.services.summary`):
+  :meth:`MemoryTurn.after_tools` (so ``before_model`` too) summarizes what the window would drop, once,
+  into state (``summary``) and session memory; :meth:`MemoryTurn.model_messages` shows the summary in
+  the fence in place of the messages it covers. Without a summarizer the window trims and
+  ``memory_context["window"]`` says how many messages it dropped.
   With a reflector, the finished turn is
   handed to background extraction and consolidation
   (:class:`~langmem_plugin.services.reflection.Reflector`, debounced per thread).
@@ -54,6 +59,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,8 +70,9 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.fence import add_section
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.errors import ScopeError
+from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.forgetting import index_thread_ops
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
@@ -81,6 +88,15 @@ from langmem_plugin.services.remember import (
 from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.summary import (
+    SummaryConfig,
+    SummarySteps,
+    ado_request,
+    do_request,
+    summary_section,
+    summary_steps,
+    summary_view,
+)
 from langmem_plugin.services.window import trim_window
 
 __all__ = [
@@ -106,6 +122,7 @@ class StateKeys:
     plan: str = "plan"
     tool_results: str = "tool_results"
     compacted: str = "compacted"
+    summary: str = "summary"
 
 
 #: The default state key names.
@@ -119,10 +136,17 @@ class WindowConfig:
     Attributes:
         max_turns: the last this many user turns (``None``: all).
         max_tokens: at most this many tokens of messages (``None``: no limit).
+        summary: summarize what the window would drop (:mod:`~langmem_plugin.services.summary`);
+            ``None``: the window trims (and ``memory_context["window"]`` says so).
     """
 
     max_turns: int | None = None
     max_tokens: int | None = None
+    summary: SummaryConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.summary is not None and not (self.max_turns or self.max_tokens):
+            raise ConfigurationError("WindowConfig(summary=...) needs max_turns or max_tokens")
 
 
 def state_value(state: Any, key: str, default: Any = None) -> Any:
@@ -268,16 +292,22 @@ class MemoryTurn:
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
         messages, extra = self._recall_input(state)
-        return {
-            **self._update(self.recall(scope, store, messages, **extra), state),
-            **self.after_tools(state, scope, store),
-        }
+        update = self._update(self.recall(scope, store, messages, **extra), state)
+        return self._with_after_tools(update, self.after_tools(state, scope, store))
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
         messages, extra = self._recall_input(state)
         update = self._update(await self.arecall(scope, store, messages, **extra), state)
-        return {**update, **await self.aafter_tools(state, scope, store)}
+        return self._with_after_tools(update, await self.aafter_tools(state, scope, store))
+
+    def _with_after_tools(self, update: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """Recall's update with :meth:`after_tools`' (its window record joins recall's record)."""
+        context = after.pop(self.keys.memory_context, None)
+        if context is not None and "window" in context:
+            record = update[self.keys.memory_context]
+            update[self.keys.memory_context] = {**record, "window": context["window"]}
+        return {**update, **after}
 
     def plan_section(self, state: Any) -> str:
         """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan)."""
@@ -291,20 +321,28 @@ class MemoryTurn:
         Called before every model call, so the plan the model sees is the one in state at that
         moment (after the plan tools of this run), whatever happened to the messages.
         """
-        memory = add_section(state_value(state, self.keys.memory_prompt) or "", self.plan_section(state))
+        memory = state_value(state, self.keys.memory_prompt) or ""
+        memory = add_section(memory, summary_section(state_value(state, self.keys.summary)))
+        memory = add_section(memory, self.plan_section(state))
         parts = [p for p in (instructions, memory) if p]
         return "\n\n".join(parts) if parts else None
 
     def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
         """What the model sees: one system message (:meth:`system_prompt`), then the window."""
-        messages = self.results_view(state, state_value(state, self.keys.messages) or [])
+        messages = self.visible_messages(state, state_value(state, self.keys.messages) or [])
+        system = self.system_prompt(state, instructions)
+        return [SystemMessage(system), *messages] if system else messages
+
+    def visible_messages(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The conversation the model sees: results as decided (:meth:`results_view`), without what
+        the summary in state covers, within the window."""
+        messages = summary_view(self.results_view(state, messages), state_value(state, self.keys.summary))
         window = self.window
         if window is not None and (window.max_turns or window.max_tokens):
             messages = trim_window(
                 messages, max_turns=window.max_turns, max_tokens=window.max_tokens, model=self.model
             )
-        system = self.system_prompt(state, instructions)
-        return [SystemMessage(system), *messages] if system else messages
+        return messages
 
     # -- after the model ----------------------------------------------------------------------
 
@@ -435,17 +473,61 @@ class MemoryTurn:
             )
         )
 
+    @property
+    def runs_after_tools(self) -> bool:
+        """Whether :meth:`after_tools` has work: tool results as memory, or a window to keep."""
+        window = self.window
+        windowed = window is not None and bool(window.max_turns or window.max_tokens)
+        return self.results is not None or windowed
+
+    def _summarizer(self) -> Any:
+        return self.window.summary.model if self.window is not None and self.window.summary else None
+
+    def after_tools_steps(self, state: Any, scope: Scope, store: BaseStore) -> SummarySteps:
+        """:meth:`results_steps`, then the summary of what the window would drop: the state update."""
+        update: dict[str, Any] = yield from self.results_steps(state, scope, store)
+        window, keys = self.window, self.keys
+        if window is None or not (window.max_turns or window.max_tokens):
+            return update
+        # the results as the model will see them: what state holds plus this update (first write wins)
+        seen = {
+            key: {**(update.get(key) or {}), **(state_value(state, key) or {})}
+            for key in (keys.tool_results, keys.compacted)
+        }
+        messages = self.results_view(seen, state_value(state, keys.messages) or [])
+        new, record = yield from summary_steps(
+            messages,
+            state_value(state, keys.summary),
+            scope,
+            self.layout,
+            window.summary,
+            max_turns=window.max_turns,
+            max_tokens=window.max_tokens,
+            model=self.model,
+        )
+        if new is not None:
+            update[keys.summary] = new
+        context = state_value(state, keys.memory_context) or {}
+        if record != context.get("window", {}):
+            update[keys.memory_context] = {**context, "window": record}
+        return update
+
     def after_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
-        """Store new tool results, decide compaction; the state update (empty when nothing changed)."""
-        if self.results is None:
+        """Store new tool results, decide compaction, summarize what the window would drop; the state
+        update (empty when nothing changed)."""
+        if not self.runs_after_tools:
             return {}
-        return execute(store, self.results_steps(state, scope, store))
+        do = functools.partial(do_request, store, self._summarizer())
+        result: dict[str, Any] = run_steps(self.after_tools_steps(state, scope, store), do)
+        return result
 
     async def aafter_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`after_tools`."""
-        if self.results is None:
+        if not self.runs_after_tools:
             return {}
-        return await aexecute(store, self.results_steps(state, scope, store))
+        ado = functools.partial(ado_request, store, self._summarizer())
+        result: dict[str, Any] = await arun_steps(self.after_tools_steps(state, scope, store), ado)
+        return result
 
     def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """``messages`` with stored results in full plus their id, or compacted, as decided in state."""

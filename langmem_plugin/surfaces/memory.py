@@ -124,7 +124,10 @@ class Memory:
         model: the chat model name whose tokenizer counts budgets and the window
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
         keys: state key names.
-        window: how much of the conversation a :meth:`model_node` shows the model.
+        window: how much of the conversation a :meth:`model_node` (and the middleware) shows the
+            model; ``WindowConfig(max_tokens=..., summary=SummaryConfig(chat_model))``
+            (:mod:`~langmem_plugin.services.summary`) summarizes what it would drop, into state
+            and session memory, instead of dropping it.
         tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
             (renames, instructions, compartments).
         plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.PlanConfig`) adds

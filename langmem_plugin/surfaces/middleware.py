@@ -16,8 +16,9 @@ nodes and the callback handler use:
 - ``wrap_model_call``: the model sees :meth:`MemoryTurn.system_prompt` (the system
   message plus the memory prompt, with the plan section rendered from the state at this
   call) through ``request.override(system_message=...)``, and the messages with stored
-  results compacted as decided (:meth:`MemoryTurn.results_view`) through
-  ``request.override(messages=...)``; the state is not modified;
+  results compacted as decided, without what the conversation summary covers, within the
+  window (:meth:`MemoryTurn.visible_messages`) through ``request.override(messages=...)``;
+  the state is not modified;
 - ``after_model``: :meth:`MemoryTurn.after_model`: when the model answered (no tool
   calls), the exchange is stored as an episode and run memory is cleared.
 
@@ -36,6 +37,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.results import keep_first
+from langmem_plugin.services.summary import ConversationSummary, summary_reducer
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -62,6 +64,7 @@ class MemoryAgentState(AgentState[Any]):
     plan: NotRequired[Annotated[Plan | None, plan_reducer]]
     tool_results: Annotated[NotRequired[dict[str, Any]], keep_first]
     compacted: Annotated[NotRequired[dict[str, str]], keep_first]
+    summary: Annotated[NotRequired[ConversationSummary | None], summary_reducer]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
@@ -107,9 +110,9 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
         return request.override(system_message=SystemMessage(system))
 
     def _with_results(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        if self.turn.results is None:
+        if not self.turn.runs_after_tools:
             return request
-        view: list[Any] = self.turn.results_view(request.state, request.messages)
+        view: list[Any] = self.turn.visible_messages(request.state, request.messages)
         return request.override(messages=view)
 
     def wrap_model_call(

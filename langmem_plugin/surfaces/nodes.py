@@ -38,6 +38,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.results import keep_first
+from langmem_plugin.services.summary import ConversationSummary, summary_reducer
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -56,6 +57,7 @@ class MemoryState(MessagesState, total=False):
             its reducer merges the updates of parallel tool calls.
         tool_results: the stored tool results, by tool-call id (written once).
         compacted: the citation the model sees instead of a result, by tool-call id (decided once).
+        summary: the running summary of what the window dropped (:mod:`langmem_plugin.services.summary`).
     """
 
     memory_prompt: str
@@ -64,6 +66,7 @@ class MemoryState(MessagesState, total=False):
     plan: Annotated[Plan | None, plan_reducer]
     tool_results: Annotated[dict[str, Any], keep_first]
     compacted: Annotated[dict[str, str], keep_first]
+    summary: Annotated[ConversationSummary | None, summary_reducer]
 
 
 class RecallNode(RunnableLambda[Any, dict[str, Any]]):
@@ -234,8 +237,9 @@ def add_memory_agent(
 def _connect_tools(
     builder: StateGraph[Any, Any, Any, Any], n: Mapping[str, str], turn: MemoryTurn | None
 ) -> None:
-    """tools → agent, or tools → results → agent when the turn stores tool results."""
-    if turn is None or turn.results is None:
+    """tools → agent, or tools → results → agent when the turn stores tool results or keeps a window
+    (the summary of what it drops is decided there)."""
+    if turn is None or not turn.runs_after_tools:
         builder.add_edge(n["tools"], n["agent"])
         return
     builder.add_node(n["results"], ResultsNode(turn, name=n["results"]))
