@@ -300,9 +300,9 @@ def summary_steps(
         max_tokens: the window's token limit.
         model: whose tokenizer counts.
 
-    The record (``{}`` when the window drops nothing and there is no summary) says how many messages the window
-    drops without a summary (``dropped``), how many the summary covers (``summarized``), and
-    why a summary failed (``summary_error``).
+    The record (``{}`` when the window drops nothing and there is no summary) says how many
+    messages the window drops without a summary (``dropped``), how many the summary covers
+    (``summarized``), and why a summary failed (``summary_error``).
     """
     cut = _cut(messages, summary)
     head = _head(messages)
