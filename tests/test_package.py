@@ -76,6 +76,7 @@ DOCUMENTED_SUBMODULES = (
     "langmem_plugin.services.turn",
     "langmem_plugin.services.plan",
     "langmem_plugin.services.results",
+    "langmem_plugin.services.summary",
     "langmem_plugin.services.extraction",
     "langmem_plugin.services.consolidation",
     "langmem_plugin.services.forgetting",
