@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
@@ -34,8 +34,9 @@ from langmem_plugin.services.result_reads import (
     transform_result,
 )
 from langmem_plugin.services.results import RESULT_TOOL_NAMES, ResultsConfig
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
+from langmem_plugin.surfaces._tooling import store_tool
 
 __all__ = ["RESULT_TOOL_NAMES", "create_result_tools"]
 
@@ -78,14 +79,6 @@ class _Context:
 
     def resolve(self, config: RunnableConfig) -> tuple[Scope, BaseStore]:
         return resolve_scope_and_store(config, self.store, what="the result tools")
-
-
-def _validation_message(exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-        for e in exc.errors(include_url=False)
-    )
-    return f"Error: invalid arguments: {problems}. Fix the arguments and call the tool again."
 
 
 def _retrieve(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[str]:
@@ -137,31 +130,14 @@ _TOOLS: dict[
 
 def _make_tool(ctx: _Context, name: str) -> StructuredTool:
     schema, build, description = _TOOLS[name]
-    fields = set(schema.model_fields)
-
-    def run(config: RunnableConfig, **kwargs: Any) -> str:
-        scope, store = ctx.resolve(config)
-        try:
-            return execute(store, build(ctx, scope, {k: v for k, v in kwargs.items() if k in fields}))
-        except _FIXABLE as exc:
-            raise ToolException(f"Error: {exc}") from exc
-
-    async def arun(config: RunnableConfig, **kwargs: Any) -> str:
-        scope, store = ctx.resolve(config)
-        try:
-            return await aexecute(store, build(ctx, scope, {k: v for k, v in kwargs.items() if k in fields}))
-        except _FIXABLE as exc:
-            raise ToolException(f"Error: {exc}") from exc
-
-    return StructuredTool.from_function(
-        func=run,
-        coroutine=arun,
+    return store_tool(
         name=name,
         description=description,
-        args_schema=schema,
-        infer_schema=False,
-        handle_tool_error=True,
-        handle_validation_error=_validation_message,
+        schema=schema,
+        resolve=ctx.resolve,
+        build=lambda scope, args: build(ctx, scope, args),
+        answer=str,
+        fixable=_FIXABLE,
     )
 
 

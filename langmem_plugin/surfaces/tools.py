@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import (
@@ -44,9 +44,7 @@ from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
     Compartment,
     MemoryLayout,
-    aroom_held,
     parse_compartment,
-    room_held,
 )
 from langmem_plugin.services.operations import (
     StoredMemory,
@@ -58,8 +56,9 @@ from langmem_plugin.services.operations import (
     search_steps,
     update_steps,
 )
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
+from langmem_plugin.surfaces._tooling import store_tool
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
 
@@ -170,7 +169,7 @@ def _where(memory: StoredMemory) -> str:
 
 
 # Each tool: (args schema, steps builder, answer formatter).
-PlanBuilder = Callable[[_Context, Scope, dict[str, Any]], StoreSteps[Any]]
+_Builder = Callable[[_Context, Scope, dict[str, Any]], StoreSteps[Any]]
 
 
 def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[str, ...] | None:
@@ -309,7 +308,7 @@ def _clear_answer(removed: list[StoredMemory]) -> str:
     return f"Removed {len(removed)} memories from {where} memory: {listed}{more}"
 
 
-_TOOLS: dict[str, tuple[type[BaseModel], PlanBuilder, Callable[[Any], str]]] = {
+_TOOLS: dict[str, tuple[type[BaseModel], _Builder, Callable[[Any], str]]] = {
     "save_memory": (SaveMemoryInput, _save_steps, _save_answer),
     "search_memory": (SearchMemoryInput, _search_steps, _search_answer),
     "get_memory": (MemoryIdInput, _get_steps, _get_answer),
@@ -320,56 +319,17 @@ _TOOLS: dict[str, tuple[type[BaseModel], PlanBuilder, Callable[[Any], str]]] = {
 }
 
 
-def _validation_message(exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-        for e in exc.errors(include_url=False)
-    )
-    return f"Error: invalid arguments: {problems}. Fix the arguments and call the tool again."
-
-
 def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> StructuredTool:
     schema, build, answer = _TOOLS[kind]
-    fields = set(schema.model_fields)
-
-    def args_of(kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in kwargs.items() if k in fields}
-
-    # A save counts the compartment, then puts: the pair runs under the (store, namespace) lock,
-    # so concurrent saves in this process never overshoot the compartment's item limit.
-    def run(config: RunnableConfig, **kwargs: Any) -> str:
-        scope, store = ctx.resolve(config)
-        args = args_of(kwargs)
-        try:
-            room = _room(ctx, scope, kind, args)
-            if room is None:
-                return answer(execute(store, build(ctx, scope, args)))
-            with room_held(store, room):
-                return answer(execute(store, build(ctx, scope, args)))
-        except _FIXABLE as exc:
-            raise ToolException(f"Error: {exc}") from exc
-
-    async def arun(config: RunnableConfig, **kwargs: Any) -> str:
-        scope, store = ctx.resolve(config)
-        args = args_of(kwargs)
-        try:
-            room = _room(ctx, scope, kind, args)
-            if room is None:
-                return answer(await aexecute(store, build(ctx, scope, args)))
-            async with aroom_held(store, room):
-                return answer(await aexecute(store, build(ctx, scope, args)))
-        except _FIXABLE as exc:
-            raise ToolException(f"Error: {exc}") from exc
-
-    return StructuredTool.from_function(
-        func=run,
-        coroutine=arun,
+    return store_tool(
         name=name,
         description=description,
-        args_schema=schema,
-        infer_schema=False,
-        handle_tool_error=True,
-        handle_validation_error=_validation_message,
+        schema=schema,
+        resolve=ctx.resolve,
+        build=lambda scope, args: build(ctx, scope, args),
+        answer=answer,
+        fixable=_FIXABLE,
+        room=lambda scope, args: _room(ctx, scope, kind, args),
     )
 
 
