@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import logging
 import re
 import threading
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp
 
 from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
@@ -212,7 +213,8 @@ class Episode:
     def neighbour_keys(self, scope: Scope) -> tuple[str | None, str | None]:
         """The keys of the episodes before and after it in the thread (``None``: not known)."""
         return tuple(  # type: ignore[return-value]
-            episode_key(scope.thread_id, b) if b is not None else None for b in (self.previous, self.following)
+            episode_key(scope.thread_id, b) if b is not None else None
+            for b in (self.previous, self.following)
         )
 
 
@@ -262,7 +264,9 @@ def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
     )
 
 
-def _segments(messages: Sequence[AnyMessage | BaseMessage]) -> list[tuple[int, list[AnyMessage | BaseMessage]]]:
+def _segments(
+    messages: Sequence[AnyMessage | BaseMessage],
+) -> list[tuple[int, list[AnyMessage | BaseMessage]]]:
     """The exchanges of ``messages``: (index of the user message, the messages from it to the next)."""
     segments: list[tuple[int, list[AnyMessage | BaseMessage]]] = []
     for index, message in enumerate(messages):
@@ -335,7 +339,9 @@ def episodes_from_messages(
     if per == "message":
         for index, message in enumerate(messages):
             if isinstance(message, (HumanMessage, AIMessage)) and (text := _text(message).strip()):
-                found.append((Episode(_clean(text), "", (), (message.id or "",), speaker=_speaker(message)), index))
+                found.append(
+                    (Episode(_clean(text), "", (), (message.id or "",), speaker=_speaker(message)), index)
+                )
                 starts.append(index)
     elif per == "exchange":
         for position, (start, segment) in enumerate(_segments(messages)):
@@ -386,7 +392,7 @@ def _atoms(text: str, max_tokens: int) -> list[tuple[int, int, int]]:
             cuts = [m.end() for m in re.finditer(r"\s+", text[start:end])]
             bounds = [0, *(c for c in cuts if 0 < c < end - start), end - start]
             if len(bounds) > 2:
-                for a, b in zip(bounds, bounds[1:], strict=False):
+                for a, b in itertools.pairwise(bounds):
                     add(start + a, start + b, 1)
                 return
             add(start, end, 1)
@@ -489,7 +495,9 @@ def episode_records(
     times = {"created_at": episode.time, "updated_at": episode.time} if episode.time is not None else {}
     passages: list[Passage] = []
     if count_tokens(text) > config.passage_tokens:
-        passages = split_passages(text, max_tokens=config.passage_tokens, overlap_tokens=config.passage_overlap_tokens)
+        passages = split_passages(
+            text, max_tokens=config.passage_tokens, overlap_tokens=config.passage_overlap_tokens
+        )
     if len(passages) > 1:
         meta["passages"] = str(len(passages))
     else:
