@@ -26,7 +26,20 @@ from langmem_plugin.services.remember import (
 from tests.memory_fixtures import Runner, fake_store
 
 SESSION_NS = ("memories", "session", "t1")
-_WORDS = "tea garden river stone violin harbour lantern cedar meadow quartz falcon ember".split()
+_WORDS = [
+    "tea",
+    "garden",
+    "river",
+    "stone",
+    "violin",
+    "harbour",
+    "lantern",
+    "cedar",
+    "meadow",
+    "quartz",
+    "falcon",
+    "ember",
+]
 
 
 def _long_answer(chars: int = 76_560, seed: int = 3) -> str:
@@ -95,7 +108,8 @@ def test_a_76560_character_answer_is_stored_whole(run: Runner, store: InMemorySt
         assert item is not None
         meta = item.value["metadata"]
         assert (meta["episode"], meta["passage"], meta["passages"]) == (key, str(n), str(count))
-        assert item.value["category"] == PASSAGE_CATEGORY and item.value["kind"] == "episode"
+        assert item.value["category"] == PASSAGE_CATEGORY
+        assert item.value["kind"] == "episode"
         hits = store.search(SESSION_NS, query=item.value["content"], limit=3)
         assert passage_key(key, n) in [h.key for h in hits]
     # a replay writes the same items, no more
@@ -119,7 +133,9 @@ def test_short_exchange_has_no_passages_and_carries_its_fields(store: InMemorySt
     first = episode_from_messages(messages[:2])
     assert first is not None
     assert meta["previous"] == meta["neighbours"] == first.key(scope)
-    assert meta["position"] == "1" and meta["speaker"] == "ann" and meta["thread_id"] == "t1"
+    assert meta["position"] == "1"
+    assert meta["speaker"] == "ann"
+    assert meta["thread_id"] == "t1"
     assert meta["context"].startswith("User: Hello there")
     assert meta["part_1"] == "User: I adopted a cat last week."
     assert meta["time"] == item.value["created_at"]
@@ -140,7 +156,8 @@ def test_sentences_can_be_embedded_as_several_vectors(scope: Scope) -> None:
     assert episode is not None
     execute(store, remember_steps(scope, MemoryLayout(), episode, config=config))
     hits = store.search(SESSION_NS, query="sister lives in Lisbon with three dogs")
-    assert hits and hits[0].key == episode.key(scope)
+    assert hits
+    assert hits[0].key == episode.key(scope)
 
 
 def test_hostile_text_is_stored_not_rejected(store: InMemoryStore, scope: Scope) -> None:
@@ -155,5 +172,6 @@ def test_hostile_text_is_stored_not_rejected(store: InMemoryStore, scope: Scope)
     assert episode is not None
     execute(store, remember_steps(scope, MemoryLayout(), episode))
     item = store.get(SESSION_NS, episode.key(scope))
-    assert item is not None and "\ufffd" in item.value["content"]
+    assert item is not None
+    assert "\ufffd" in item.value["content"]
     assert len(item.value["tags"]) == 32
