@@ -494,7 +494,8 @@ def episode_records(
     meta.update({f"part_{n}": part for n, part in enumerate(_sentences(text), start=1)})
     times = {"created_at": episode.time, "updated_at": episode.time} if episode.time is not None else {}
     passages: list[Passage] = []
-    if count_tokens(text) > config.passage_tokens:
+    # a text of no more UTF-8 bytes than passage_tokens has no more tokens: no count needed
+    if len(text.encode()) > config.passage_tokens and count_tokens(text) > config.passage_tokens:
         passages = split_passages(
             text, max_tokens=config.passage_tokens, overlap_tokens=config.passage_overlap_tokens
         )
