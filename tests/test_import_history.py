@@ -273,3 +273,19 @@ def test_parse_time() -> None:
     assert parse_time("not a date") is None
     assert parse_time(None) is None
     assert parse_time("2024-01-02").isoformat() == "2024-01-02T00:00:00+00:00"  # type: ignore[union-attr]
+
+
+def test_a_history_larger_than_the_compartment_reports_what_made_room() -> None:
+    from langmem_plugin.services import CompartmentLimits
+
+    history = [
+        {"role": r, "content": f"{'question' if r == 'user' else 'answer'} {n}"}
+        for n in range(12)
+        for r in ("user", "assistant")
+    ]
+    layout = MemoryLayout(limits={"session": CompartmentLimits(max_items=10)})
+    store = CountingStore()
+    report = import_history(store, history, Scope(thread_id="t-old"), layout=layout, batch_size=4)
+    assert report.written == 12
+    assert report.evicted == 2
+    assert len(store.search(SESSION_NS, limit=100)) == 10

@@ -79,6 +79,8 @@ class ImportReport:
         skipped: the episodes already stored as they are (a replay).
         passages: the passages written beside long episodes.
         failed: the episodes whose batch failed every retry (kept in ``failures``).
+        evicted: older episode items deleted to make room (a compartment's ``max_items``
+            counts passages too: raise it in ``MemoryLayout(limits=...)`` for a long history).
         seconds: how long it took.
         failures: the failed writes (retry with ``EpisodeWriter.retry_failed`` semantics:
             ``write.make_steps()`` run on ``write.store``).
@@ -89,6 +91,7 @@ class ImportReport:
     skipped: int = 0
     passages: int = 0
     failed: int = 0
+    evicted: int = 0
     seconds: float = 0.0
     failures: list[FailedWrite] = field(default_factory=list, repr=False)
 
@@ -100,8 +103,8 @@ class ImportReport:
     def __str__(self) -> str:
         return (
             f"{self.turns} turns ({self.written} written, {self.skipped} already stored, "
-            f"{self.passages} passages, {self.failed} failed) in {self.seconds:.2f} s: "
-            f"{self.turns_per_second:.1f} turns/s"
+            f"{self.passages} passages, {self.failed} failed, {self.evicted} evicted) "
+            f"in {self.seconds:.2f} s: {self.turns_per_second:.1f} turns/s"
         )
 
 
@@ -256,6 +259,7 @@ def _count(report: ImportReport, batch: _Batch, bar: Any) -> None:
         report.written += len(written.written)
         report.skipped += written.skipped
         report.passages += written.passages
+        report.evicted += written.evicted
     else:
         report.failed += batch.size
     if bar is not None:

@@ -589,11 +589,13 @@ def _room_ops(
 @dataclass
 class EpisodesWritten:
     """What :func:`write_episodes_steps` wrote: ``(compartment, namespace, key)`` of each episode,
-    how many passages, and the episodes left as they were (already stored)."""
+    how many passages, the episodes left as they were (already stored), and how many older
+    items (episodes and passages) were deleted to make room."""
 
     written: list[tuple[Compartment, tuple[str, ...], str]] = field(default_factory=list)
     passages: int = 0
     skipped: int = 0
+    evicted: int = 0
 
 
 def write_episodes_steps(
@@ -635,7 +637,13 @@ def write_episodes_steps(
             result.skipped += len(stored)
             built = [b for b in built if b[0] not in stored]
         keys = {k for key, _, parts in built for k in (key, *(p for p, _ in parts))}
-        ops.extend((yield from _room_ops(layout, comp, namespace, keys)))
+        room = yield from _room_ops(layout, comp, namespace, keys)
+        if room:
+            logger.info(
+                "%s memory %r is full: %d older episode items make room", comp.value, namespace, len(room)
+            )
+        result.evicted += len(room)
+        ops.extend(room)
         for key, record, parts in built:
             ops.append(PutOp(namespace, key, record.to_value(), index=index))
             ops.extend(PutOp(namespace, k, r.to_value(), index=INDEX_FIELDS) for k, r in parts)
