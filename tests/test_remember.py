@@ -83,7 +83,13 @@ def test_remember_writes_one_episode_per_exchange(run: Runner, store: InMemorySt
     items = store.search(SESSION_NS)
     assert len(items) == 1
     assert items[0].value["kind"] == "episode"
-    assert items[0].value["metadata"] == {"thread_id": "t1"}
+    meta = items[0].value["metadata"]
+    assert meta["thread_id"] == "t1"
+    assert meta["position"] == "1"
+    assert meta["role"] == "exchange"
+    assert meta["previous"] == episode_from_messages(_exchange()[:2]).key(scope)  # type: ignore[union-attr]
+    assert meta["context"] == "User: hi\nAssistant: hello"
+    assert "next" not in meta
     run(remember_steps(scope, layout, episode, compartments=["user", "session"]))  # type: ignore[list-item]
     assert len(store.search(("memories", "user", "alice"))) == 1
 

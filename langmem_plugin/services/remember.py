@@ -18,21 +18,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
+import itertools
 import logging
+import re
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.store.base import BaseStore, Op, PutOp
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp
 
-from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
+from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
@@ -47,12 +52,24 @@ from langmem_plugin.services.store_steps import Pause, StoreSteps, arun_batch, r
 
 __all__ = [
     "EPISODE_CATEGORY",
+    "EPISODE_PART_FIELDS",
+    "PASSAGE_CATEGORY",
     "Episode",
     "EpisodeWriter",
+    "EpisodesWritten",
     "FailedWrite",
+    "Passage",
     "RememberConfig",
     "episode_from_messages",
+    "episode_key",
+    "episode_records",
+    "episode_text_steps",
+    "episodes_from_messages",
+    "join_passages",
+    "passage_key",
     "remember_steps",
+    "split_passages",
+    "write_episodes_steps",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,33 +87,108 @@ class RememberConfig:
         background: write in a background worker instead of inline.
         retries: attempts after the first before a write is given up (and kept in ``failed``).
         retry_delay: seconds before the first retry; doubles each time.
+        passage_tokens: the most tokens (:func:`~langmem_plugin.core.tokens.count_tokens`) of one
+            passage: an episode longer than that is also stored as passages of about this size,
+            each searchable on its own (MiniLM embeds the first 256 of its own tokens of a text
+            and ignores the rest; the default leaves room for its finer tokenizer).
+        passage_overlap_tokens: about how many tokens (whole sentences) a passage repeats from
+            the end of the one before it.
+        index_fields: the value fields the store embeds for an episode (``PutOp.index``); add
+            ``"metadata.part_1"`` ... (:data:`EPISODE_PART_FIELDS`) for one vector per sentence
+            on a store that keeps several vectors per item.
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.SESSION,)
     background: bool = False
     retries: int = 3
     retry_delay: float = 0.05
+    passage_tokens: int = 180
+    passage_overlap_tokens: int = 24
+    index_fields: tuple[str, ...] = tuple(INDEX_FIELDS)
 
     def __post_init__(self) -> None:
         comps = tuple(
             parse_compartment(c, allowed=(Compartment.USER, Compartment.SESSION)) for c in self.compartments
         )
         object.__setattr__(self, "compartments", comps)
+        object.__setattr__(self, "index_fields", tuple(self.index_fields))
         if self.retries < 0 or self.retry_delay < 0:
             raise ConfigurationError("retries and retry_delay must be >= 0")
+        if self.passage_tokens < 16:
+            raise ConfigurationError(f"passage_tokens must be at least 16, got {self.passage_tokens!r}")
+        if not 0 <= self.passage_overlap_tokens < self.passage_tokens // 2:
+            raise ConfigurationError(
+                f"passage_overlap_tokens must be >= 0 and under half of passage_tokens, "
+                f"got {self.passage_overlap_tokens!r}"
+            )
+        if not self.index_fields:
+            raise ConfigurationError("index_fields must name at least one field, e.g. ('content',)")
+
+
+#: How many sentences an episode keeps in ``metadata.part_1`` ... ``part_N``.
+MAX_EPISODE_PARTS = 8
+#: The metadata fields holding an episode's sentences (for :attr:`RememberConfig.index_fields`).
+EPISODE_PART_FIELDS: tuple[str, ...] = tuple(f"metadata.part_{n}" for n in range(1, MAX_EPISODE_PARTS + 1))
+#: The category of an episode's passages.
+PASSAGE_CATEGORY = f"{EPISODE_CATEGORY}/passages"
+_CONTEXT_CHARS = 400
+_METADATA_CHARS = 2000
+_TAG_CHARS = 64
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+[\"')\]]*|\n|$)\s*")
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates replaced: a bad decode never makes a write fail."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)
 class Episode:
-    """One exchange: what the user said, which tools ran, what the assistant answered."""
+    """One exchange (what the user said, which tools ran, what the assistant answered), or one
+    message of a conversation between people (``assistant`` empty, ``speaker`` set).
+
+    The fields after ``message_ids`` place it in its thread; they are written as metadata
+    and left out of :meth:`key`, so the same exchange keeps its key however it was written.
+
+    Attributes:
+        speaker: who spoke: the user's name, or the speaker of a one-message episode.
+        position: its index among the thread's exchanges (or messages).
+        previous: what the key of the episode before it in the thread is made of (:meth:`basis`).
+        following: the same of the episode after it (known when a history is imported).
+        context: the beginning of the episode before it (for lexical search).
+        time: when it was said (``None``: now).
+        session: the session of an imported history it belongs to (its date or number).
+    """
 
     user: str
     assistant: str
     tools: tuple[str, ...] = ()
     message_ids: tuple[str, ...] = ()
+    speaker: str | None = None
+    position: int | None = None
+    previous: tuple[str, ...] | None = field(default=None, repr=False)
+    following: tuple[str, ...] | None = field(default=None, repr=False)
+    context: str = ""
+    time: datetime | None = None
+    session: str | None = None
+
+    @property
+    def is_message(self) -> bool:
+        """One message of a conversation between people, not a user/assistant exchange."""
+        return not self.assistant and self.speaker is not None
+
+    def text(self) -> str:
+        """The episode's whole text."""
+        if self.is_message:
+            return f"{self.speaker}: {self.user}"
+        tools = f"\nTools: {', '.join(self.tools)}" if self.tools else ""
+        return f"User: {self.user}\nAssistant: {self.assistant}{tools}"
 
     def content(self, max_chars: int) -> str:
         """The episode's text, each side shortened to fit ``max_chars`` in all."""
+        if self.is_message:
+            return _shorten(self.text(), max_chars)
         tools = f"\nTools: {', '.join(self.tools)}" if self.tools else ""
         budget = max(max_chars - len(tools) - len("User: \nAssistant: "), 20)
         user, assistant = self.user, self.assistant
@@ -110,10 +202,31 @@ class Episode:
                 assistant = _shorten(assistant, budget - len(user))
         return f"User: {user}\nAssistant: {assistant}{tools}"[:max_chars]
 
+    def basis(self) -> tuple[str, ...]:
+        """What its key is made of, besides the thread: its message ids and texts."""
+        return (*self.message_ids, self.user, self.assistant)
+
     def key(self, scope: Scope) -> str:
         """A key that is the same for the same exchange in the same thread."""
-        basis = "\x1f".join([scope.thread_id or "", *self.message_ids, self.user, self.assistant])
-        return "ep-" + hashlib.sha256(basis.encode()).hexdigest()[:16]
+        return episode_key(scope.thread_id, self.basis())
+
+    def neighbour_keys(self, scope: Scope) -> tuple[str | None, str | None]:
+        """The keys of the episodes before and after it in the thread (``None``: not known)."""
+        return tuple(  # type: ignore[return-value]
+            episode_key(scope.thread_id, b) if b is not None else None
+            for b in (self.previous, self.following)
+        )
+
+
+def episode_key(thread_id: str | None, basis: Sequence[str]) -> str:
+    """The key of an episode: the same for the same exchange (:meth:`Episode.basis`) in the same thread."""
+    joined = "\x1f".join([thread_id or "", *basis])
+    return "ep-" + hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+def passage_key(key: str, index: int) -> str:
+    """The key of passage ``index`` of the episode ``key``."""
+    return f"{key}-p{index}"
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -124,35 +237,420 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
+def _speaker(message: BaseMessage) -> str:
+    if message.name:
+        return message.name
+    return "user" if isinstance(message, HumanMessage) else "assistant"
+
+
+def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
+    """The episode of ``segment`` (a user message and what followed it), or ``None`` unanswered."""
+    human = segment[0]
+    answer: AIMessage | None = None
+    tools: list[str] = []
+    for message in segment[1:]:
+        if isinstance(message, AIMessage):
+            tools.extend(call["name"] for call in message.tool_calls)
+            if _text(message).strip() and not message.tool_calls:
+                answer = message
+    if answer is None:
+        return None
+    return Episode(
+        _clean(_text(human).strip()),
+        _clean(_text(answer).strip()),
+        tuple(dict.fromkeys(tools)),
+        (human.id or "", answer.id or ""),
+        speaker=human.name or None,
+    )
+
+
+def _segments(
+    messages: Sequence[AnyMessage | BaseMessage],
+) -> list[tuple[int, list[AnyMessage | BaseMessage]]]:
+    """The exchanges of ``messages``: (index of the user message, the messages from it to the next)."""
+    segments: list[tuple[int, list[AnyMessage | BaseMessage]]] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, HumanMessage):
+            segments.append((index, [message]))
+        elif segments:
+            segments[-1][1].append(message)
+    return segments
+
+
+def _linked(
+    episodes: Sequence[tuple[Episode, int]], *, first_previous: Episode | None = None
+) -> list[Episode]:
+    """``episodes`` (with their positions) linked to their neighbours in the thread."""
+    out: list[Episode] = []
+    for n, (episode, position) in enumerate(episodes):
+        previous = episodes[n - 1][0] if n else first_previous
+        following = episodes[n + 1][0] if n + 1 < len(episodes) else None
+        out.append(
+            dataclasses.replace(
+                episode,
+                position=position,
+                previous=previous.basis() if previous is not None else None,
+                following=following.basis() if following is not None else None,
+                context=_shorten(previous.text(), _CONTEXT_CHARS) if previous is not None else "",
+            )
+        )
+    return out
+
+
 def episode_from_messages(messages: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
     """The last exchange in ``messages``, or ``None`` when there is no answered user message.
+
+    It carries its place in the thread: its position among the thread's exchanges, and the key
+    and the beginning of the exchange before it.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> episode_from_messages([HumanMessage("hi"), AIMessage("hello!")]).content(200)
     'User: hi\\nAssistant: hello!'
     """
-    start = None
-    for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], HumanMessage):
-            start = index
+    segments = _segments(messages)
+    if not segments:
+        return None
+    last = _exchange(segments[-1][1])
+    if last is None:
+        return None
+    previous = next((e for _, s in reversed(segments[:-1]) if (e := _exchange(s)) is not None), None)
+    (episode,) = _linked([(last, len(segments) - 1)], first_previous=previous)
+    return episode
+
+
+def episodes_from_messages(
+    messages: Sequence[AnyMessage | BaseMessage],
+    *,
+    per: Literal["exchange", "message"] = "exchange",
+    times: Sequence[datetime | None] | None = None,
+    sessions: Sequence[str | None] | None = None,
+) -> list[Episode]:
+    """Every episode of ``messages``, in order, each linked to its neighbours.
+
+    Args:
+        messages: the thread's messages.
+        per: ``"exchange"``: one episode per answered user message, as remember writes them;
+            ``"message"``: one per message with text (a conversation between people).
+        times: the time of each message (the episode takes its first message's).
+        sessions: the session of each message.
+    """
+    found: list[tuple[Episode, int]] = []
+    starts: list[int] = []
+    if per == "message":
+        for index, message in enumerate(messages):
+            if isinstance(message, (HumanMessage, AIMessage)) and (text := _text(message).strip()):
+                found.append(
+                    (Episode(_clean(text), "", (), (message.id or "",), speaker=_speaker(message)), index)
+                )
+                starts.append(index)
+    elif per == "exchange":
+        for position, (start, segment) in enumerate(_segments(messages)):
+            episode = _exchange(segment)
+            if episode is not None:
+                found.append((episode, position))
+                starts.append(start)
+    else:
+        raise ConfigurationError(f"per must be 'exchange' or 'message', got {per!r}")
+    linked = _linked(found)
+    return [
+        dataclasses.replace(
+            episode,
+            time=times[start] if times is not None else episode.time,
+            session=sessions[start] if sessions is not None else episode.session,
+        )
+        for episode, start in zip(linked, starts, strict=True)
+    ]
+
+
+# -- passages ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A part of an episode's text small enough for the embedder to read whole.
+
+    ``text`` is ``full[offset : offset + len(text)]``; its first ``overlap`` characters repeat
+    the end of the passage before it, so the passages rebuild the text exactly (:func:`join_passages`).
+    """
+
+    text: str
+    offset: int
+    overlap: int
+
+
+def _atoms(text: str, max_tokens: int) -> list[tuple[int, int, int]]:
+    """``text`` cut into sentences (or words, or characters when one is too long): (start, end, tokens)."""
+    atoms: list[tuple[int, int, int]] = []
+
+    def add(start: int, end: int, depth: int) -> None:
+        if start >= end:
+            return
+        tokens = count_tokens(text[start:end])
+        if tokens <= max_tokens:
+            atoms.append((start, end, tokens))
+        elif depth == 0:
+            cuts = [m.end() for m in re.finditer(r"\s+", text[start:end])]
+            bounds = [0, *(c for c in cuts if 0 < c < end - start), end - start]
+            if len(bounds) > 2:
+                for a, b in itertools.pairwise(bounds):
+                    add(start + a, start + b, 1)
+                return
+            add(start, end, 1)
+        else:
+            step = max((end - start) * max_tokens // (tokens + 1), 1)
+            for at in range(start, end, step):
+                add(at, min(at + step, end), depth + 1)
+
+    for match in _SENTENCE.finditer(text):
+        add(match.start(), match.end(), 0)
+    return atoms
+
+
+def split_passages(text: str, *, max_tokens: int = 180, overlap_tokens: int = 24) -> list[Passage]:
+    """``text`` as passages of at most about ``max_tokens`` tokens, cut between sentences, each
+    starting with about ``overlap_tokens`` tokens (whole sentences) of the one before.
+
+    A text that fits is one passage. ``join_passages(split_passages(t)) == t`` for every ``t``.
+
+    >>> [p.text for p in split_passages("One two three. Four five six.", max_tokens=16)]
+    ['One two three. Four five six.']
+    """
+    atoms = _atoms(text, max_tokens)
+    if not atoms:
+        return [Passage(text, 0, 0)]
+    passages: list[Passage] = []
+    first = 0  # index of the first atom of the passage being built
+    previous_end = 0
+    while first < len(atoms):
+        last, tokens = first, atoms[first][2]
+        while last + 1 < len(atoms) and tokens + atoms[last + 1][2] <= max_tokens:
+            last += 1
+            tokens += atoms[last][2]
+        start = 0 if not passages else atoms[first][0]
+        end = atoms[last][1] if last + 1 < len(atoms) else len(text)
+        passages.append(Passage(text[start:end], start, max(previous_end - start, 0)))
+        previous_end = end
+        if last + 1 >= len(atoms):
             break
-    if start is None:
+        nxt, back = last + 1, 0
+        while nxt - 1 > first and back + atoms[nxt - 1][2] <= overlap_tokens:
+            nxt -= 1
+            back += atoms[nxt][2]
+        first = nxt
+    return passages
+
+
+def join_passages(passages: Iterable[tuple[str, int]]) -> str:
+    """The text that ``(text, overlap)`` passages (in order) were cut from."""
+    return "".join(text[overlap:] for text, overlap in passages)
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of three words or more, at most :data:`MAX_EPISODE_PARTS` (the rest joined)."""
+    parts = [s for m in _SENTENCE.finditer(text) if len((s := m.group().strip()).split()) >= 3]
+    if len(parts) > MAX_EPISODE_PARTS:
+        parts = [*parts[: MAX_EPISODE_PARTS - 1], " ".join(parts[MAX_EPISODE_PARTS - 1 :])]
+    return [_shorten(p, _METADATA_CHARS) for p in parts]
+
+
+def _metadata(episode: Episode, scope: Scope, key: str) -> dict[str, str]:
+    meta: dict[str, str] = {"thread_id": scope.thread_id} if scope.thread_id else {}
+    if episode.position is not None:
+        meta["position"] = str(episode.position)
+    previous, following = episode.neighbour_keys(scope)
+    if previous:
+        meta["previous"] = previous
+    if following:
+        meta["next"] = following
+    around = [k for k in (previous, following) if k]
+    if around:
+        meta["neighbours"] = " ".join(around)
+    if episode.session is not None:
+        meta["session"] = _shorten(episode.session, _METADATA_CHARS)
+    meta["speaker"] = _shorten(episode.speaker or "user", 200)
+    meta["role"] = "message" if episode.is_message else "exchange"
+    if episode.context:
+        meta["context"] = _shorten(episode.context, _METADATA_CHARS)
+    ids = " ".join(i for i in episode.message_ids if i)
+    if ids:
+        meta["message_ids"] = _shorten(ids, _METADATA_CHARS)
+    return meta
+
+
+def episode_records(
+    scope: Scope, episode: Episode, *, max_chars: int, config: RememberConfig | None = None
+) -> tuple[str, MemoryRecord, list[tuple[str, MemoryRecord]]]:
+    """The episode's key, its record (a head of its text of at most ``max_chars``), and its passages.
+
+    The record's metadata places it in its thread (``thread_id``, ``position``, ``previous``,
+    ``next``, ``neighbours``, ``session``), says who spoke (``speaker``, ``role``), what was said
+    before (``context``), its sentences (``part_1`` ...), its ``time`` and, for a text longer than
+    one passage, how many ``passages`` hold it whole (keys :func:`passage_key`).
+    """
+    config = config or RememberConfig()
+    key = episode.key(scope)
+    text = episode.text()
+    meta = _metadata(episode, scope, key)
+    meta.update({f"part_{n}": part for n, part in enumerate(_sentences(text), start=1)})
+    times = {"created_at": episode.time, "updated_at": episode.time} if episode.time is not None else {}
+    passages: list[Passage] = []
+    # a text of no more UTF-8 bytes than passage_tokens has no more tokens: no count needed
+    if len(text.encode()) > config.passage_tokens and count_tokens(text) > config.passage_tokens:
+        passages = split_passages(
+            text, max_tokens=config.passage_tokens, overlap_tokens=config.passage_overlap_tokens
+        )
+    if len(passages) > 1:
+        meta["passages"] = str(len(passages))
+    else:
+        passages = []
+    tags = list(dict.fromkeys(t[:_TAG_CHARS] for t in episode.tools))[:MAX_TAGS]
+    record = MemoryRecord(
+        content=episode.content(max_chars),
+        category=EPISODE_CATEGORY,
+        kind=MemoryKind.EPISODE,
+        source="remember",
+        tags=tags,
+        metadata=meta,
+        **times,
+    )
+    meta["time"] = record.created_at.isoformat()
+    record = record.model_copy(update={"metadata": meta})
+    shared = {k: meta[k] for k in ("thread_id", "position", "session", "speaker", "time") if k in meta}
+    parts = [
+        (
+            passage_key(key, n),
+            MemoryRecord(
+                content=p.text,
+                category=PASSAGE_CATEGORY,
+                kind=MemoryKind.EPISODE,
+                source="remember",
+                metadata={
+                    **shared,
+                    "episode": key,
+                    "passage": str(n),
+                    "passages": str(len(passages)),
+                    "offset": str(p.offset),
+                    "overlap": str(p.overlap),
+                },
+                **times,
+            ),
+        )
+        for n, p in enumerate(passages)
+    ]
+    return key, record, parts
+
+
+def episode_text_steps(namespace: tuple[str, ...], key: str) -> StoreSteps[str | None]:
+    """The whole text of the episode ``key`` in ``namespace`` (rebuilt from its passages when it
+    has some), or ``None`` when there is no such episode."""
+    (item,) = yield [GetOp(namespace, key)]
+    if item is None:
         return None
-    human = messages[start]
-    answer: AIMessage | None = None
-    tools: list[str] = []
-    ids = [human.id or ""]
-    for message in messages[start + 1 :]:
-        if isinstance(message, AIMessage):
-            tools.extend(call["name"] for call in message.tool_calls)
-            if _text(message).strip() and not message.tool_calls:
-                answer = message
-        elif isinstance(message, ToolMessage):
-            continue
-    if answer is None:
-        return None
-    ids.append(answer.id or "")
-    return Episode(_text(human).strip(), _text(answer).strip(), tuple(dict.fromkeys(tools)), tuple(ids))
+    meta = item.value.get("metadata") or {}
+    count = int(meta.get("passages") or 0)
+    if not count:
+        return str(item.value.get("content", ""))
+    parts = yield [GetOp(namespace, passage_key(key, n)) for n in range(count)]
+    if any(p is None for p in parts):
+        return str(item.value.get("content", ""))
+    return join_passages((p.value["content"], int(p.value["metadata"]["overlap"])) for p in parts)
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def _room_ops(
+    layout: MemoryLayout, comp: Compartment, namespace: tuple[str, ...], keys: set[str]
+) -> StoreSteps[list[PutOp]]:
+    """The deletes that make room in ``namespace`` for ``keys``: its oldest episodes not among them."""
+    limit = layout.limits_for(comp).max_items
+    if limit is None:
+        return []
+    if not (yield from count_steps(namespace, at_least=max(limit - len(keys) + 1, 1))):
+        return []
+    items = yield from list_steps(namespace, max_items=limit + len(keys))
+    absent = keys - {i.key for i in items}
+    excess = len(items) + len(absent) - limit
+    if excess <= 0:
+        return []
+    episodes = sorted(
+        (
+            m
+            for i in items
+            if i.key not in keys and (m := to_stored(i, comp)) and m.record.kind is MemoryKind.EPISODE
+        ),
+        key=lambda m: m.record.created_at,
+    )
+    if len(episodes) < excess:
+        layout.check_room(comp, len(items), len(absent))
+    return [PutOp(m.namespace, m.id, None) for m in episodes[:excess]]
+
+
+@dataclass
+class EpisodesWritten:
+    """What :func:`write_episodes_steps` wrote: ``(compartment, namespace, key)`` of each episode,
+    how many passages, the episodes left as they were (already stored), and how many older
+    items (episodes and passages) were deleted to make room."""
+
+    written: list[tuple[Compartment, tuple[str, ...], str]] = field(default_factory=list)
+    passages: int = 0
+    skipped: int = 0
+    evicted: int = 0
+
+
+def write_episodes_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    episodes: Sequence[Episode],
+    *,
+    compartments: Sequence[Compartment] = (Compartment.SESSION,),
+    config: RememberConfig | None = None,
+    skip_existing: bool = False,
+) -> StoreSteps[EpisodesWritten]:
+    """Write ``episodes`` (and their passages) into each compartment, in as few batches as the
+    store allows; the oldest episodes make room when a compartment is full.
+
+    Args:
+        skip_existing: leave an episode that is already stored with the same text as it is
+            (a replayed import writes nothing).
+
+    Raises:
+        ScopeError: the scope lacks the id a compartment needs.
+        MemoryLimitError: a compartment is full of memories that are not episodes.
+    """
+    config = config or RememberConfig()
+    index = list(config.index_fields)
+    result = EpisodesWritten()
+    ops: list[PutOp] = []
+    for compartment in compartments:
+        comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+        namespace = layout.namespace(comp, scope)
+        max_chars = layout.limits_for(comp).max_chars
+        built = [episode_records(scope, e, max_chars=max_chars, config=config) for e in episodes]
+        if skip_existing and built:
+            found = yield [GetOp(namespace, key) for key, _, _ in built]
+            stored = {
+                item.key
+                for item, (_, record, _) in zip(found, built, strict=True)
+                if item is not None and item.value.get("content") == record.content
+            }
+            result.skipped += len(stored)
+            built = [b for b in built if b[0] not in stored]
+        keys = {k for key, _, parts in built for k in (key, *(p for p, _ in parts))}
+        room = yield from _room_ops(layout, comp, namespace, keys)
+        if room:
+            logger.info(
+                "%s memory %r is full: %d older episode items make room", comp.value, namespace, len(room)
+            )
+        result.evicted += len(room)
+        ops.extend(room)
+        for key, record, parts in built:
+            ops.append(PutOp(namespace, key, record.to_value(), index=index))
+            ops.extend(PutOp(namespace, k, r.to_value(), index=INDEX_FIELDS) for k, r in parts)
+            result.written.append((comp, namespace, key))
+            result.passages += len(parts)
+    yield from write_steps(ops)
+    return result
 
 
 def remember_steps(
@@ -161,45 +659,19 @@ def remember_steps(
     episode: Episode,
     *,
     compartments: Sequence[Compartment] = (Compartment.SESSION,),
+    config: RememberConfig | None = None,
 ) -> StoreSteps[list[tuple[Compartment, tuple[str, ...], str]]]:
     """Write ``episode`` into each compartment; returns ``(compartment, namespace, key)`` written.
+
+    A text longer than one passage is also written as passages (:func:`episode_records`);
+    nothing is rejected for its length.
 
     Raises:
         ScopeError: the scope lacks the id a compartment needs.
         MemoryLimitError: a compartment is full of memories that are not episodes.
     """
-    written: list[tuple[Compartment, tuple[str, ...], str]] = []
-    key = episode.key(scope)
-    ops: list[PutOp] = []
-    for compartment in compartments:
-        comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
-        namespace = layout.namespace(comp, scope)
-        limits = layout.limits_for(comp)
-        record = MemoryRecord(
-            content=episode.content(limits.max_chars),
-            category=EPISODE_CATEGORY,
-            kind=MemoryKind.EPISODE,
-            source="remember",
-            tags=list(episode.tools),
-            metadata={"thread_id": scope.thread_id} if scope.thread_id else {},
-        )
-        full = limits.max_items is not None and (yield from count_steps(namespace, at_least=limits.max_items))
-        if full and limits.max_items is not None:
-            items = yield from list_steps(namespace, max_items=limits.max_items + 1)
-            keys = {i.key for i in items}
-            if key not in keys and len(items) >= limits.max_items:
-                episodes = sorted(
-                    (m for i in items if (m := to_stored(i, comp)) and m.record.kind is MemoryKind.EPISODE),
-                    key=lambda m: m.record.created_at,
-                )
-                excess = len(items) - limits.max_items + 1
-                if len(episodes) < excess:
-                    layout.check_room(comp, len(items))
-                ops.extend(PutOp(m.namespace, m.id, None) for m in episodes[:excess])
-        ops.append(PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS))
-        written.append((comp, namespace, key))
-    yield from write_steps(ops)
-    return written
+    done = yield from write_episodes_steps(scope, layout, [episode], compartments=compartments, config=config)
+    return done.written
 
 
 @dataclass

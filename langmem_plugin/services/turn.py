@@ -353,10 +353,11 @@ class MemoryTurn:
         episode = episode_from_messages(messages)
         if episode is None:
             return None
-        layout, compartments = self.layout, self.remember_config.compartments
+        layout, config = self.layout, self.remember_config
+        compartments = config.compartments
 
         def make() -> StoreSteps[Any]:
-            return remember_steps(scope, layout, episode, compartments=compartments)
+            return remember_steps(scope, layout, episode, compartments=compartments, config=config)
 
         stored = {
             "episode": episode.key(scope),

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -37,6 +37,7 @@ from langmem_plugin.services.consolidation import ConsolidationConfig
 from langmem_plugin.services.extraction import ExtractionConfig
 from langmem_plugin.services.forgetting import ForgetReport, forget_steps, forget_user_steps
 from langmem_plugin.services.history import HistoryEntry, history_steps
+from langmem_plugin.services.history_import import History, ImportReport, aimport_history, import_history
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, StoredMemory
@@ -358,6 +359,75 @@ class Memory:
         """Async :meth:`add_documents`."""
         return await aadd_documents(
             self.store, sources, agent=agent, layout=self.layout, model=self.model, progress=progress
+        )
+
+    def import_history(
+        self,
+        history: History,
+        config: RunnableConfig | None = None,
+        *,
+        per: Literal["exchange", "message"] = "exchange",
+        batch_size: int = 64,
+        progress: bool | None = None,
+    ) -> ImportReport:
+        """Import an existing conversation into the thread of ``config``, as remember writes it.
+
+        ``history`` is a list of messages (LangChain messages or ``{"role", "content"}`` dicts),
+        or of sessions ``{"date": ..., "messages": [...]}``. Each exchange becomes an episode
+        with the same key, fields and passages remember gives it, in the compartments of
+        :attr:`remember_config`; the store embeds ``batch_size`` episodes per round. Episodes
+        already stored are left as they are, so importing twice writes nothing new. See
+        :mod:`langmem_plugin.services.history_import`.
+
+        >>> memory = Memory()
+        >>> report = memory.import_history(
+        ...     [{"role": "user", "content": "I like green tea"}, {"role": "assistant", "content": "Noted!"}],
+        ...     {"configurable": {"thread_id": "t0", "user_id": "u1"}},
+        ... )
+        >>> report.turns, report.written
+        (1, 1)
+
+        Args:
+            history: the messages, or sessions of messages.
+            config: the scope (``thread_id`` required; ``user_id`` for user memory).
+            per: ``"exchange"`` (user/assistant) or ``"message"`` (one episode per message,
+                for a conversation between people).
+            batch_size: episodes written (and embedded) per store round.
+            progress: show a progress bar (default: for 200 turns or more).
+
+        Returns:
+            turns found, written, already stored, passages, failed, seconds, turns per second.
+        """
+        return import_history(
+            self.store,
+            history,
+            resolve_scope(config or {}),
+            layout=self.layout,
+            config=self.remember_config,
+            per=per,
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    async def aimport_history(
+        self,
+        history: History,
+        config: RunnableConfig | None = None,
+        *,
+        per: Literal["exchange", "message"] = "exchange",
+        batch_size: int = 64,
+        progress: bool | None = None,
+    ) -> ImportReport:
+        """Async :meth:`import_history`."""
+        return await aimport_history(
+            self.store,
+            history,
+            resolve_scope(config or {}),
+            layout=self.layout,
+            config=self.remember_config,
+            per=per,
+            batch_size=batch_size,
+            progress=progress,
         )
 
     def flush(self, timeout: float | None = None) -> None:

@@ -1,0 +1,353 @@
+"""Import an existing conversation history as episodes, through remember's own writer.
+
+A history is a list of messages, or a list of sessions of messages with their dates::
+
+    [{"date": "2023-05-08T13:56", "messages": [{"role": "user", "content": "..."}, ...]}, ...]
+
+Messages are LangChain messages or ``{"role", "content"}`` dicts (``"name"`` or ``"speaker"``
+names who spoke; a role other than user/assistant/tool/system is taken as a speaker's name).
+:func:`import_history` cuts the history into episodes exactly as remember does
+(:func:`~langmem_plugin.services.remember.episodes_from_messages`: the same keys, fields and
+passages), and writes them with :func:`~langmem_plugin.services.remember.write_episodes_steps`
+in batches, so the store embeds many texts per call. An episode already stored is left as it
+is: importing the same history again writes nothing, and an interrupted import resumes.
+
+A message without an id gets one from its place in the history (``"s.m"``: session, message),
+so a replay makes the same keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.store.base import BaseStore
+
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import ConfigurationError, ScopeError
+from langmem_plugin.services.forgetting import index_thread_ops
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.remember import (
+    Episode,
+    EpisodesWritten,
+    EpisodeWriter,
+    FailedWrite,
+    RememberConfig,
+    episodes_from_messages,
+    write_episodes_steps,
+)
+from langmem_plugin.services.store_steps import StoreSteps
+
+__all__ = [
+    "History",
+    "ImportReport",
+    "aimport_history",
+    "history_episodes",
+    "import_history",
+    "parse_time",
+]
+
+#: A history: messages, or sessions ``{"date": ..., "messages": [...]}``.
+History: TypeAlias = Sequence[BaseMessage | Mapping[str, Any]]
+Per: TypeAlias = Literal["exchange", "message"]
+
+_PROGRESS_MIN_TURNS = 200
+_ROLES_USER = frozenset({"user", "human"})
+_ROLES_ASSISTANT = frozenset({"assistant", "ai"})
+_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_history` did.
+
+    Attributes:
+        turns: the episodes found in the history (exchanges, or messages with ``per="message"``).
+        written: the episodes written (per compartment once: ``turns`` times the compartments
+            when all are new).
+        skipped: the episodes already stored as they are (a replay).
+        passages: the passages written beside long episodes.
+        failed: the episodes whose batch failed every retry (kept in ``failures``).
+        evicted: older episode items deleted to make room (a compartment's ``max_items``
+            counts passages too: raise it in ``MemoryLayout(limits=...)`` for a long history).
+        seconds: how long it took.
+        failures: the failed writes (retry with ``EpisodeWriter.retry_failed`` semantics:
+            ``write.make_steps()`` run on ``write.store``).
+    """
+
+    turns: int = 0
+    written: int = 0
+    skipped: int = 0
+    passages: int = 0
+    failed: int = 0
+    evicted: int = 0
+    seconds: float = 0.0
+    failures: list[FailedWrite] = field(default_factory=list, repr=False)
+
+    @property
+    def turns_per_second(self) -> float:
+        """Episodes imported (written or found stored) per second."""
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.turns} turns ({self.written} written, {self.skipped} already stored, "
+            f"{self.passages} passages, {self.failed} failed, {self.evicted} evicted) "
+            f"in {self.seconds:.2f} s: {self.turns_per_second:.1f} turns/s"
+        )
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A session's date as a timezone-aware time (naive: UTC), or ``None`` when it is not one.
+
+    >>> parse_time("2023-05-08T13:56").isoformat(), parse_time("1:56 pm on 8 May, 2023").isoformat()
+    ('2023-05-08T13:56:00+00:00', '2023-05-08T13:56:00+00:00')
+    """
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        for fmt in _DATE_FORMATS:
+            try:
+                parsed = datetime.strptime(text, fmt)
+                break
+            except ValueError:
+                continue
+        else:
+            return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _message(item: BaseMessage | Mapping[str, Any], default_id: str) -> BaseMessage | None:
+    """``item`` as a LangChain message with an id (``None``: a system message, not part of episodes)."""
+    if isinstance(item, BaseMessage):
+        if isinstance(item, SystemMessage):
+            return None
+        return item if item.id else item.model_copy(update={"id": default_id})
+    if not isinstance(item, Mapping):
+        raise ConfigurationError(
+            f"a history message must be a LangChain message or a {{'role', 'content'}} dict, got {item!r}"
+        )
+    role = str(item.get("role") or item.get("type") or "user")
+    content = item.get("content", "")
+    if not isinstance(content, (str, list)):
+        content = str(content)
+    name = item.get("name") or item.get("speaker")
+    ident = str(item.get("id") or default_id)
+    kwargs: dict[str, Any] = {"id": ident, **({"name": str(name)} if name else {})}
+    lowered = role.lower()
+    if lowered == "system":
+        return None
+    if lowered in _ROLES_ASSISTANT:
+        return AIMessage(content, tool_calls=list(item.get("tool_calls") or []), **kwargs)
+    if lowered == "tool":
+        return ToolMessage(content, tool_call_id=str(item.get("tool_call_id") or ""), **kwargs)
+    if lowered not in _ROLES_USER and not name:
+        kwargs["name"] = role  # a speaker's name as the role: a conversation between people
+    return HumanMessage(content, **kwargs)
+
+
+def _sessions(history: History) -> list[tuple[str | None, datetime | None, list[BaseMessage]]]:
+    sessions = [h for h in history if isinstance(h, Mapping) and "messages" in h]
+    if sessions and len(sessions) != len(history):
+        raise ConfigurationError(
+            "a history is either a list of messages or a list of sessions {'date': ..., 'messages': [...]}, "
+            "not both"
+        )
+    if not sessions:
+        sessions = [{"messages": history}]
+        labelled = False
+    else:
+        labelled = True
+    out: list[tuple[str | None, datetime | None, list[BaseMessage]]] = []
+    for s, session in enumerate(sessions, start=1):
+        date = session.get("date")
+        label = str(session.get("id") or date or s) if labelled else None
+        messages = [
+            m
+            for i, item in enumerate(session["messages"], start=1)
+            if (m := _message(item, f"{s}.{i}")) is not None
+        ]
+        out.append((label, parse_time(date), messages))
+    return out
+
+
+def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode]:
+    """The episodes of ``history``, as remember would write them (see the module docs)."""
+    messages: list[AnyMessage | BaseMessage] = []
+    times: list[datetime | None] = []
+    labels: list[str | None] = []
+    for label, when, session in _sessions(history):
+        messages.extend(session)
+        times.extend([when] * len(session))
+        labels.extend([label] * len(session))
+    return episodes_from_messages(messages, per=per, times=times, sessions=labels)
+
+
+@dataclass
+class _Batch:
+    make: Callable[[], StoreSteps[Any]]
+    what: str
+    rooms: tuple[tuple[str, ...], ...]
+    size: int
+    done: list[EpisodesWritten]
+
+
+def _batches(
+    scope: Scope,
+    layout: MemoryLayout,
+    episodes: Sequence[Episode],
+    config: RememberConfig,
+    batch_size: int,
+) -> Iterator[_Batch]:
+    compartments = config.compartments
+    try:
+        rooms = tuple(layout.namespace(c, scope) for c in compartments)
+    except ScopeError:  # the write itself fails, is logged and kept
+        rooms = ()
+    index_ops = index_thread_ops(scope)
+    for start in range(0, len(episodes), batch_size):
+        chunk = list(episodes[start : start + batch_size])
+        done: list[EpisodesWritten] = []
+        first = start == 0
+
+        def make(
+            chunk: list[Episode] = chunk, done: list[EpisodesWritten] = done, first: bool = first
+        ) -> StoreSteps[Any]:
+            written = yield from write_episodes_steps(
+                scope, layout, chunk, compartments=compartments, config=config, skip_existing=True
+            )
+            if first and index_ops:
+                yield index_ops
+            done[:] = [written]
+            return written
+
+        what = f"history import of turns {start + 1}-{start + len(chunk)} of thread {scope.thread_id!r}"
+        yield _Batch(make, what, rooms, len(chunk), done)
+
+
+def _writer(config: RememberConfig) -> EpisodeWriter:
+    return EpisodeWriter(background=False, retries=config.retries, retry_delay=config.retry_delay)
+
+
+def _bar(total: int, progress: bool | None) -> Any:
+    if not (progress if progress is not None else total >= _PROGRESS_MIN_TURNS):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="importing history", unit="turn")
+
+
+def _count(report: ImportReport, batch: _Batch, bar: Any) -> None:
+    if batch.done:
+        (written,) = batch.done
+        report.written += len(written.written)
+        report.skipped += written.skipped
+        report.passages += written.passages
+        report.evicted += written.evicted
+    else:
+        report.failed += batch.size
+    if bar is not None:
+        bar.update(batch.size)
+
+
+def _check(scope: Scope, batch_size: int) -> None:
+    if batch_size < 1:
+        raise ConfigurationError(f"batch_size must be at least 1, got {batch_size!r}")
+    if not scope.thread_id:
+        raise ScopeError(
+            "thread_id",
+            "importing a history needs the thread it belongs to: pass "
+            "config={'configurable': {'thread_id': ..., 'user_id': ...}}",
+        )
+
+
+def import_history(
+    store: BaseStore,
+    history: History,
+    scope: Scope,
+    *,
+    layout: MemoryLayout | None = None,
+    config: RememberConfig | None = None,
+    per: Per = "exchange",
+    batch_size: int = 64,
+    progress: bool | None = None,
+) -> ImportReport:
+    """Write ``history`` into ``scope``'s thread as remember would have, in batches; a report.
+
+    Args:
+        store: where to write.
+        history: messages, or sessions of messages with dates (see the module docs).
+        scope: whose memory, and the thread the history is (required).
+        layout: namespaces and limits (default: :class:`MemoryLayout`).
+        config: remember's settings: compartments, passages, retries.
+        per: ``"exchange"`` (user/assistant chats, as remember writes them) or ``"message"``
+            (one episode per message: a conversation between people).
+        batch_size: episodes per store round (the store embeds their texts together).
+        progress: show a progress bar (default: for 200 turns or more).
+
+    Raises:
+        ScopeError: ``scope`` has no thread id.
+        ConfigurationError: ``history`` is not a history.
+    """
+    layout, config = layout or MemoryLayout(), config or RememberConfig()
+    _check(scope, batch_size)
+    started = time.perf_counter()
+    episodes = history_episodes(history, per=per)
+    report = ImportReport(turns=len(episodes))
+    writer, bar = _writer(config), _bar(len(episodes), progress)
+    try:
+        for batch in _batches(scope, layout, episodes, config, batch_size):
+            writer.submit(store, batch.make, batch.what, rooms=batch.rooms)
+            _count(report, batch, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    report.failures = list(writer.failed)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def aimport_history(
+    store: BaseStore,
+    history: History,
+    scope: Scope,
+    *,
+    layout: MemoryLayout | None = None,
+    config: RememberConfig | None = None,
+    per: Per = "exchange",
+    batch_size: int = 64,
+    progress: bool | None = None,
+) -> ImportReport:
+    """Async :func:`import_history` (the store's async API)."""
+    layout, config = layout or MemoryLayout(), config or RememberConfig()
+    _check(scope, batch_size)
+    started = time.perf_counter()
+    episodes = history_episodes(history, per=per)
+    report = ImportReport(turns=len(episodes))
+    writer, bar = _writer(config), _bar(len(episodes), progress)
+    try:
+        for batch in _batches(scope, layout, episodes, config, batch_size):
+            await writer.asubmit(store, batch.make, batch.what, rooms=batch.rooms)
+            _count(report, batch, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    report.failures = list(writer.failed)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,41 @@
+"""The import throughput bench runs (on a tiny LoCoMo-shaped file, with fake embeddings)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from langmem_plugin.bench.import_history import locomo_history, measure_import
+from langmem_plugin.testing import FakeEmbeddings
+
+
+def _locomo(tmp_path: Path) -> Path:
+    conversation = {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a photo of a dog"},
+        ],
+        "session_2_date_time": "10:00 am on 9 May, 2023",
+        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Her name is Luna."}],
+    }
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([{"conversation": conversation, "qa": []}]), encoding="utf-8")
+    return path
+
+
+def test_locomo_history_and_measure(tmp_path: Path) -> None:
+    history = locomo_history(_locomo(tmp_path))
+    assert [s["date"] for s in history] == ["1:56 pm on 8 May, 2023", "10:00 am on 9 May, 2023"]
+    assert history[0]["messages"][1] == {
+        "role": "user",
+        "name": "Bob",
+        "content": "Nice! [shares a photo of a dog]",
+        "id": "D1:2",
+    }
+    assert sum(len(s["messages"]) for s in locomo_history(_locomo(tmp_path), max_turns=2)) == 2
+    runs = measure_import(history, FakeEmbeddings(dims=384), batch_sizes=(8, 1), workdir=tmp_path)
+    assert [(r.batch_size, r.report.turns, r.report.written) for r in runs] == [(8, 3, 3), (1, 3, 3)]
+    assert "turns/s" in runs[0].line()
