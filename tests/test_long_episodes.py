@@ -12,16 +12,15 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, execute
+from langmem_plugin.services.passages import join_passages, split_passages
 from langmem_plugin.services.remember import (
     EPISODE_PART_FIELDS,
     PASSAGE_CATEGORY,
     RememberConfig,
     episode_from_messages,
     episode_text_steps,
-    join_passages,
     passage_key,
     remember_steps,
-    split_passages,
 )
 from tests.memory_fixtures import Runner, fake_store
 

@@ -50,14 +50,7 @@ from langmem_plugin.services.recall import (
     recall_steps,
     search_candidates,
 )
-from langmem_plugin.services.remember import (
-    Episode,
-    EpisodeWriter,
-    FailedWrite,
-    RememberConfig,
-    episode_from_messages,
-    remember_steps,
-)
+from langmem_plugin.services.remember import Episode, RememberConfig, episode_from_messages, remember_steps
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
 from langmem_plugin.services.window import (
@@ -67,6 +60,7 @@ from langmem_plugin.services.window import (
     trim_window,
     window_removals,
 )
+from langmem_plugin.services.writer import EpisodeWriter, FailedWrite
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -41,13 +41,12 @@ from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.remember import (
     Episode,
     EpisodesWritten,
-    EpisodeWriter,
-    FailedWrite,
     RememberConfig,
     episodes_from_messages,
     write_episodes_steps,
 )
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.writer import EpisodeWriter, FailedWrite
 
 __all__ = [
     "History",

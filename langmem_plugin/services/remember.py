@@ -8,67 +8,55 @@ writing the same exchange twice — a retry, a replay — leaves one episode.
 When a compartment is full, its oldest *episodes* make room; other memories
 are never evicted.
 
-:class:`EpisodeWriter` runs those writes inline or in the background, retries a
-failed write with backoff, logs every failure, and keeps what still failed in
-:attr:`EpisodeWriter.failed` (retry with :meth:`EpisodeWriter.retry_failed`).
-A write never raises into the caller's run.
+:class:`~langmem_plugin.services.writer.EpisodeWriter` runs those writes inline
+or in the background, retries, and never loses one quietly. A text longer than
+what the embedder sees is split into passages
+(:mod:`~langmem_plugin.services.passages`), each searchable and linked to its
+episode.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
-import functools
 import hashlib
-import itertools
 import logging
 import re
-import threading
-from collections.abc import Callable, Generator, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
-from langgraph.store.base import BaseStore, GetOp, Op, PutOp
+from langgraph.store.base import GetOp, PutOp
 
 from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
     Compartment,
     MemoryLayout,
-    aroom_held,
     parse_compartment,
-    room_held,
 )
 from langmem_plugin.services.operations import INDEX_FIELDS, count_steps, list_steps, to_stored, write_steps
-from langmem_plugin.services.store_steps import Pause, StoreSteps, arun_batch, run_batch
+from langmem_plugin.services.passages import Passage, join_passages, split_passages
+from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
     "EPISODE_CATEGORY",
     "EPISODE_PART_FIELDS",
     "PASSAGE_CATEGORY",
     "Episode",
-    "EpisodeWriter",
     "EpisodesWritten",
-    "FailedWrite",
-    "Passage",
     "RememberConfig",
     "episode_from_messages",
     "episode_key",
     "episode_records",
     "episode_text_steps",
     "episodes_from_messages",
-    "join_passages",
     "passage_key",
     "remember_steps",
-    "split_passages",
     "write_episodes_steps",
 ]
 
@@ -365,86 +353,6 @@ def episodes_from_messages(
 # -- passages ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Passage:
-    """A part of an episode's text small enough for the embedder to read whole.
-
-    ``text`` is ``full[offset : offset + len(text)]``; its first ``overlap`` characters repeat
-    the end of the passage before it, so the passages rebuild the text exactly (:func:`join_passages`).
-    """
-
-    text: str
-    offset: int
-    overlap: int
-
-
-def _atoms(text: str, max_tokens: int) -> list[tuple[int, int, int]]:
-    """``text`` cut into sentences (or words, or characters when one is too long): (start, end, tokens)."""
-    atoms: list[tuple[int, int, int]] = []
-
-    def add(start: int, end: int, depth: int) -> None:
-        if start >= end:
-            return
-        tokens = count_tokens(text[start:end])
-        if tokens <= max_tokens:
-            atoms.append((start, end, tokens))
-        elif depth == 0:
-            cuts = [m.end() for m in re.finditer(r"\s+", text[start:end])]
-            bounds = [0, *(c for c in cuts if 0 < c < end - start), end - start]
-            if len(bounds) > 2:
-                for a, b in itertools.pairwise(bounds):
-                    add(start + a, start + b, 1)
-                return
-            add(start, end, 1)
-        else:
-            step = max((end - start) * max_tokens // (tokens + 1), 1)
-            for at in range(start, end, step):
-                add(at, min(at + step, end), depth + 1)
-
-    for match in _SENTENCE.finditer(text):
-        add(match.start(), match.end(), 0)
-    return atoms
-
-
-def split_passages(text: str, *, max_tokens: int = 180, overlap_tokens: int = 24) -> list[Passage]:
-    """``text`` as passages of at most about ``max_tokens`` tokens, cut between sentences, each
-    starting with about ``overlap_tokens`` tokens (whole sentences) of the one before.
-
-    A text that fits is one passage. ``join_passages(split_passages(t)) == t`` for every ``t``.
-
-    >>> [p.text for p in split_passages("One two three. Four five six.", max_tokens=16)]
-    ['One two three. Four five six.']
-    """
-    atoms = _atoms(text, max_tokens)
-    if not atoms:
-        return [Passage(text, 0, 0)]
-    passages: list[Passage] = []
-    first = 0  # index of the first atom of the passage being built
-    previous_end = 0
-    while first < len(atoms):
-        last, tokens = first, atoms[first][2]
-        while last + 1 < len(atoms) and tokens + atoms[last + 1][2] <= max_tokens:
-            last += 1
-            tokens += atoms[last][2]
-        start = 0 if not passages else atoms[first][0]
-        end = atoms[last][1] if last + 1 < len(atoms) else len(text)
-        passages.append(Passage(text[start:end], start, max(previous_end - start, 0)))
-        previous_end = end
-        if last + 1 >= len(atoms):
-            break
-        nxt, back = last + 1, 0
-        while nxt - 1 > first and back + atoms[nxt - 1][2] <= overlap_tokens:
-            nxt -= 1
-            back += atoms[nxt][2]
-        first = nxt
-    return passages
-
-
-def join_passages(passages: Iterable[tuple[str, int]]) -> str:
-    """The text that ``(text, overlap)`` passages (in order) were cut from."""
-    return "".join(text[overlap:] for text, overlap in passages)
-
-
 def _sentences(text: str) -> list[str]:
     """The sentences of three words or more, at most :data:`MAX_EPISODE_PARTS` (the rest joined)."""
     parts = [s for m in _SENTENCE.finditer(text) if len((s := m.group().strip()).split()) >= 3]
@@ -672,163 +580,3 @@ def remember_steps(
     """
     done = yield from write_episodes_steps(scope, layout, [episode], compartments=compartments, config=config)
     return done.written
-
-
-@dataclass
-class FailedWrite:
-    """A write that failed every attempt; kept so it is never silently lost."""
-
-    what: str
-    error: BaseException
-    store: BaseStore
-    make_steps: Callable[[], StoreSteps[Any]]
-    attempts: int = 0
-    rooms: tuple[tuple[str, ...], ...] = ()
-
-
-@dataclass
-class EpisodeWriter:
-    """Runs memory writes inline or in the background, with retries; never raises into the run.
-
-    A write names the namespaces it adds to (``rooms``): it holds their count-then-put lock
-    (:func:`~langmem_plugin.services.layout.room_held`) so a compartment's item limit holds
-    when many writers fill it at once (in this process).
-
-    Attributes:
-        background: run writes in a worker thread (for sync and async callers).
-        retries: attempts after the first.
-        retry_delay: seconds before the first retry, doubled each time.
-        failed: writes that failed every attempt (logged at ERROR); see :meth:`retry_failed`.
-    """
-
-    background: bool = False
-    retries: int = 3
-    retry_delay: float = 0.05
-    failed: list[FailedWrite] = field(default_factory=list)
-    _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
-    _futures: set[Future[bool]] = field(default_factory=set, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-
-    @classmethod
-    def from_config(cls, config: RememberConfig) -> EpisodeWriter:
-        """A writer with ``config``'s mode and retry settings."""
-        return cls(background=config.background, retries=config.retries, retry_delay=config.retry_delay)
-
-    def _attempts(self, write: FailedWrite) -> Generator[Sequence[Op] | Pause, Any, bool]:
-        """The write with its retries, as steps: one implementation for the sync and async paths."""
-        for attempt in range(self.retries + 1):
-            try:
-                yield from write.make_steps()
-                return True
-            except Exception as exc:  # a failed write must not break the run: log, retry, keep
-                logger.warning("memory write %r failed (attempt %d): %r", write.what, attempt + 1, exc)
-                write.error, write.attempts = exc, attempt + 1
-                if attempt < self.retries:
-                    yield Pause(float(self.retry_delay * 2**attempt))
-        logger.error(
-            "memory write %r failed after %d attempts and is kept in EpisodeWriter.failed: %r",
-            write.what,
-            write.attempts,
-            write.error,
-        )
-        with self._lock:
-            self.failed.append(write)
-        return False
-
-    def _run_sync(self, write: FailedWrite) -> bool:
-        with contextlib.ExitStack() as held:
-            for room in sorted(write.rooms):
-                held.enter_context(room_held(write.store, room))
-            return run_steps(self._attempts(write), functools.partial(run_batch, write.store))
-
-    async def _run_async(self, write: FailedWrite) -> bool:
-        async with contextlib.AsyncExitStack() as held:
-            for room in sorted(write.rooms):
-                await held.enter_async_context(aroom_held(write.store, room))
-            return await arun_steps(self._attempts(write), functools.partial(arun_batch, write.store))
-
-    @staticmethod
-    def _write(
-        store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str, rooms: Sequence[tuple[str, ...]]
-    ) -> FailedWrite:
-        return FailedWrite(what, RuntimeError("not run yet"), store, make, 0, tuple(rooms))
-
-    def submit(
-        self,
-        store: BaseStore,
-        make: Callable[[], StoreSteps[Any]],
-        what: str,
-        *,
-        rooms: Sequence[tuple[str, ...]] = (),
-    ) -> None:
-        """Write now (inline) or in the worker thread (background); never raises.
-
-        Args:
-            store: where to write.
-            make: makes the write's steps (anew for each attempt).
-            what: how the write is named in logs and in :attr:`failed`.
-            rooms: the namespaces the write adds items to (their item limits are held).
-        """
-        write = self._write(store, make, what, rooms)
-        if not self.background:
-            self._run_sync(write)
-            return
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="langmem-remember")
-            future = self._executor.submit(self._run_sync, write)
-            self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
-
-    async def asubmit(
-        self,
-        store: BaseStore,
-        make: Callable[[], StoreSteps[Any]],
-        what: str,
-        *,
-        rooms: Sequence[tuple[str, ...]] = (),
-    ) -> None:
-        """Write now with the store's async API (inline), or hand it to the worker thread (background).
-
-        Background writes run in the worker thread in both cases, so a write outlives the
-        event loop that submitted it (``asyncio.run(graph.ainvoke(...))`` returning does not
-        cancel it); never raises.
-        """
-        if not self.background:
-            await self._run_async(self._write(store, make, what, rooms))
-            return
-        self.submit(store, make, what, rooms=rooms)
-
-    def flush(self, timeout: float | None = None) -> None:
-        """Wait until the background thread has finished every write submitted so far."""
-        with self._lock:
-            futures = list(self._futures)
-        for future in futures:
-            future.result(timeout=timeout)
-
-    async def aflush(self) -> None:
-        """Wait, without blocking the event loop, until the worker thread has finished its writes."""
-        with self._lock:
-            futures = [asyncio.wrap_future(f) for f in self._futures]
-        if futures:
-            await asyncio.gather(*futures)
-
-    def retry_failed(self) -> int:
-        """Try every failed write again (inline, with retries); returns how many succeeded."""
-        with self._lock:
-            pending, self.failed = self.failed, []
-        return sum(self._run_sync(write) for write in pending)
-
-    async def aretry_failed(self) -> int:
-        """Async :meth:`retry_failed`."""
-        with self._lock:
-            pending, self.failed = self.failed, []
-        return sum([await self._run_async(write) for write in pending])
-
-    def close(self) -> None:
-        """Finish background writes and stop the worker thread."""
-        self.flush()
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)

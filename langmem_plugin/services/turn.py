@@ -19,7 +19,7 @@ surface has it.
   tools left it, whatever the window or a summarizer did to the messages.
 - **After the model** (:meth:`MemoryTurn.after_model`): when the turn ended with
   an answer, the exchange is written as an episode through the shared
-  :class:`~langmem_plugin.services.remember.EpisodeWriter` (inline or in the
+  :class:`~langmem_plugin.services.writer.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
   run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
   completed plan is archived into session memory (kind ``plan``) through the same
@@ -79,12 +79,7 @@ from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
 from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
 from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
 from langmem_plugin.services.reflection import Reflector
-from langmem_plugin.services.remember import (
-    EpisodeWriter,
-    RememberConfig,
-    episode_from_messages,
-    remember_steps,
-)
+from langmem_plugin.services.remember import RememberConfig, episode_from_messages, remember_steps
 from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
 from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
@@ -98,6 +93,7 @@ from langmem_plugin.services.summary import (
     summary_view,
 )
 from langmem_plugin.services.window import trim_window
+from langmem_plugin.services.writer import EpisodeWriter
 
 __all__ = [
     "DEFAULT_KEYS",

@@ -94,7 +94,7 @@ class RecallNode(RunnableLambda[Any, dict[str, Any]]):
 class RememberNode(RunnableLambda[Any, dict[str, Any]]):
     """Remember where the run ends: the exchange as an episode; run memory cleared.
 
-    Writes go through the turn's :class:`~langmem_plugin.services.remember.EpisodeWriter`:
+    Writes go through the turn's :class:`~langmem_plugin.services.writer.EpisodeWriter`:
     inline or in the background, retried, logged, kept in ``writer.failed`` when they
     still fail — the node itself never raises because of a write.
 
