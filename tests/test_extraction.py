@@ -241,6 +241,29 @@ def test_rapid_messages_are_debounced_into_one_reflection_that_reads_them_all() 
     memory.close()
 
 
+def test_every_n_turns_a_thread_is_reflected_on_without_waiting_for_quiet() -> None:
+    extractor = ScriptedChatModel([extracted("The user is planning a trip to Japan"), extracted("In April")])
+    config = ExtractionConfig(model=extractor, debounce=300, max_wait=None, every_turns=2)
+    memory = Memory(embeddings=FakeEmbeddings(), extraction=config)
+    graph = _graph(memory, ["Nice.", "Sure.", "Great."])
+    graph.invoke({"messages": [HumanMessage("I'm planning a trip")]}, ALICE_T1)
+    assert memory.reflector is not None
+    assert memory.reflector.pending == 1  # one turn: still waiting for quiet (300 s)
+    graph.invoke({"messages": [HumanMessage("to Japan")]}, ALICE_T1)  # the second turn: due now
+    deadline = time.monotonic() + 10
+    while not extractor.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(extractor.calls) == 1  # ran without the 300 s of quiet, without a flush
+    prompt = str(extractor.calls[0][-1].content)
+    assert "I'm planning a trip" in prompt
+    assert "to Japan" in prompt
+    from langmem_plugin.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="every_turns"):
+        ExtractionConfig(model=extractor, every_turns=0)
+    memory.close()
+
+
 def test_a_message_during_a_running_reflection_runs_after_it_with_no_overlap_and_no_race() -> None:
     started, release = threading.Event(), threading.Event()
 

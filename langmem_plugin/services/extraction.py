@@ -246,6 +246,9 @@ class ExtractionConfig:
         max_wait: the most seconds a pending job waits from its first message: a thread that
             never goes quiet is still reflected on at least this often, and never sooner than
             ``debounce`` (``None``: no bound).
+        every_turns: run as soon as a thread has ended this many turns since its last
+            reflection, without waiting for ``debounce`` (``None``: only ``debounce`` and
+            ``max_wait`` decide).
         max_pending: the most threads waiting for reflection at once; beyond it a job is
             kept in ``Reflector.failed`` (logged), never silently dropped.
         retries: attempts after the first before a failed job is kept in ``Reflector.failed``.
@@ -260,6 +263,7 @@ class ExtractionConfig:
     consolidation: ConsolidationConfig | None = None
     debounce: float = 2.0
     max_wait: float | None = 60.0
+    every_turns: int | None = None
     max_pending: int = 1000
     retries: int = 2
     retry_delay: float = 0.5
@@ -273,6 +277,14 @@ class ExtractionConfig:
             raise ConfigurationError("debounce, retries and retry_delay must be >= 0")
         if self.max_wait is not None and self.max_wait < 0:
             raise ConfigurationError(f"max_wait must be >= 0 or None, got {self.max_wait!r}")
+        if self.every_turns is not None and (
+            isinstance(self.every_turns, bool)
+            or not isinstance(self.every_turns, int)
+            or self.every_turns < 1
+        ):
+            raise ConfigurationError(
+                f"every_turns must be a whole number >= 1 or None, got {self.every_turns!r}"
+            )
         if not (isinstance(self.schema, type) and issubclass(self.schema, BaseModel)):
             raise ConfigurationError(f"schema must be a pydantic model class, got {self.schema!r}")
         if "memories" not in self.schema.model_fields:

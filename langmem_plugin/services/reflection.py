@@ -156,6 +156,7 @@ class _Job:
     due: float
     first: float = 0.0
     attempts: int = 0
+    turns: int = 1
 
 
 @dataclass
@@ -230,7 +231,9 @@ class Reflector:
             logger.debug("reflection skipped: the scope has no user_id")
             return False
         key: _Key = (id(store), scope.user_id, scope.thread_id or "")
-        due = time.monotonic() + self.config.debounce
+        now = time.monotonic()
+        due = now + self.config.debounce
+        every = self.config.every_turns
         with self._cond:
             if self._closed:  # never raise into the user's run
                 logger.warning(
@@ -241,6 +244,9 @@ class Reflector:
             if job is not None:
                 if self.config.max_wait is not None:  # a thread that never goes quiet is not starved
                     due = min(due, job.first + max(self.config.max_wait, self.config.debounce))
+                job.turns += 1
+                if every is not None and job.turns >= every:  # enough turns: no more waiting
+                    due = now
                 job.messages, job.scope, job.due = list(messages), scope, due
                 self._stats.rescheduled += 1
             elif len(self._pending) >= self.config.max_pending:
@@ -249,7 +255,10 @@ class Reflector:
                 self.failed.append(FailedReflection(scope, store, list(messages), error, 0))
                 return False
             else:
-                self._pending[key] = _Job(store, scope, list(messages), due, first=due - self.config.debounce)
+                first = due - self.config.debounce
+                self._pending[key] = _Job(
+                    store, scope, list(messages), now if every == 1 else due, first=first
+                )
                 self._stats.scheduled += 1
             self._start()
             self._cond.notify_all()
