@@ -1,4 +1,4 @@
-"""``langmem-plugin demo``: a real memory agent through three sessions, explained turn by turn.
+"""``langmem-plugin demo``: a real memory agent through five threads, explained turn by turn.
 
 The agent is a LangGraph ``StateGraph``: recall → model → ``ToolNode`` (the
 memory tools) → remember, checkpointed by ``SqliteSaver`` into a file, with a
