@@ -1,4 +1,6 @@
-"""Layer 1: what everything else stands on — the memory record, scope, tokens, embeddings, BM25, the fence, steps.
+"""Layer 1: what everything else stands on.
 
-Nothing here knows of stores, graphs or prompts beyond quoting text for one (:mod:`.fence`).
+The memory record, scope, tokens, embeddings, BM25, the prompt fence and the steps
+pattern. Nothing here knows of stores, graphs or prompts beyond quoting text for one
+(:mod:`.fence`).
 """
