@@ -283,3 +283,56 @@ def test_bench_demo_and_cli_import_only_public_modules() -> None:
                 continue
             private = [part for part in module.split(".") if part.startswith("_")]
             assert not private, f"{path.name} imports {module}"
+
+
+def test_product_rows_import_history_and_measure_what_recall_injects(data: Path) -> None:
+    from langmem_plugin.bench.locomo import VARIANTS
+    from langmem_plugin.bench.locomo_product import history_of
+
+    assert {"product", "product-inmemory"} <= set(VARIANTS)
+    conv = load_locomo(data)[0]
+    sessions = history_of(conv)
+    assert [s["date"] for s in sessions] == ["1:56 pm on 8 May, 2023", "10:37 am on 27 June, 2023"]
+    assert sessions[0]["messages"][1] == {
+        "role": "Bo",
+        "content": "Busy! I adopted a puppy named Biscuit.",
+        "id": "D1:2",
+    }
+    assert sessions[0]["messages"][3]["content"] == "Look at this. [shares a photo of a sunset over a lake]"
+
+    result = run_locomo_bench(
+        data, variants=("bm25-turns", "product", "product-inmemory"), embeddings=FakeEmbeddings(64)
+    )
+    lexical, product, inmemory = result.variants
+    assert product.name == "product: import_history + Memory.recall, QdrantStore"
+    assert inmemory.name == "product: import_history + Memory.recall, InMemoryStore"
+    for row in (product, inmemory):
+        assert row.injected
+        assert not lexical.injected
+        assert row.categories == lexical.categories == [4, 2, 1, 3, 5, 4]
+        assert row.conversations == [0, 0, 0, 0, 0, 1]
+        assert len(row.seconds) == len(row.items) == 6
+        # every turn imported, one episode per message, nothing lost
+        assert sorted(row.imports) == [0, 1]
+        assert [i.turns for i in row.imports.values()] == [9, 2]
+        assert all(i.evicted == 0 and i.failed == 0 for i in row.imports.values())
+        assert row.import_rate() > 0
+        # one number per question, whatever k: what was injected
+        for k in KS:
+            assert row.recall[k] == row.recall[KS[0]]
+            assert row.tokens[k] == row.tokens[KS[0]]
+        assert all(0.0 <= r <= 1.0 for r in row.recall[KS[0]])
+        assert row.recall[KS[0]][3] <= 0.5  # "D9:9" does not exist
+        assert all(t > 0 for t in row.tokens[KS[0]])
+        assert all(n >= 1 for n in row.items)
+    # with the QdrantStore default (hybrid with BM25), each question's words find its turn
+    assert product.recall[KS[0]] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+
+    table = result.table()
+    assert "product: import_history + Memory.recall, QdrantStore" in table
+    assert "(inj)" in table
+    assert "turns/s" in table
+    split = result.only([1])
+    assert split.variants[1].imports.keys() == {1}
+    assert split.variants[1].items == product.items[5:]
+    assert "turns/s" in result.splits(tuned_on=[0])

@@ -36,6 +36,12 @@ scored from the turn's text alone) (:data:`LOCOMO_RETRIEVAL`; the last three are
 were tuned on conversations 0-4; report 5-9 apart (:meth:`LocomoResult.only`)
 to see what tuning bought.
 
+The ``product`` rows (``product``: embedded QdrantStore, ``product-inmemory``: InMemoryStore)
+take the path a user takes instead: each conversation imported with ``Memory.import_history``
+and each question recalled with ``Memory.recall`` and its defaults; they report the evidence
+recall and the tokens of what recall *injects* (one number, no k) and the import's turns per
+second (:mod:`langmem_plugin.bench.locomo_product`).
+
 Every variant shares one embedder instance, and a document text is embedded once
 per run (the stores ask for the same texts); queries are embedded on every search.
 """
@@ -344,6 +350,10 @@ class VariantResult:
     tokens: dict[int, list[int]] = field(default_factory=lambda: {k: [] for k in KS})
     seconds: list[float] = field(default_factory=list)
     conversations: list[int] = field(default_factory=list)  # the conversation of each question
+    #: a product row: recall and tokens are of what recall injected (the same at every k)
+    injected: bool = False
+    items: list[int] = field(default_factory=list)  # product rows: the items injected per question
+    imports: dict[int, Any] = field(default_factory=dict)  # product rows: ProductImport per conversation
 
     def only(self, conversations: Iterable[int]) -> VariantResult:
         """These numbers restricted to the questions of some conversations (0-based, in file order)."""
@@ -356,6 +366,9 @@ class VariantResult:
             tokens={k: [v[i] for i in rows] for k, v in self.tokens.items()},
             seconds=[self.seconds[i] for i in rows],
             conversations=[self.conversations[i] for i in rows],
+            injected=self.injected,
+            items=[self.items[i] for i in rows] if self.items else [],
+            imports={c: v for c, v in self.imports.items() if c in keep},
         )
 
     def mean_recall(self, k: int, category: int | None = None) -> float:
@@ -366,6 +379,24 @@ class VariantResult:
     def mean_tokens(self, k: int) -> float:
         values = self.tokens[k]
         return sum(values) / len(values) if values else 0.0
+
+    def import_rate(self) -> float:
+        """Product rows: turns imported per second, over every conversation (nan elsewhere)."""
+        seconds = sum(i.seconds for i in self.imports.values())
+        return sum(i.turns for i in self.imports.values()) / seconds if seconds else float("nan")
+
+    def recall_cell(self, category: int | None = None) -> str:
+        """``@5 / @10 / @25``, or one number for a product row (what recall injected)."""
+        if self.injected:
+            return f"{self.mean_recall(KS[0], category):.1f} (inj)"
+        return " / ".join(f"{self.mean_recall(k, category):.1f}" for k in KS)
+
+    def tokens_cell(self) -> str:
+        """Mean tokens at each k, or injected (and the mean items injected) for a product row."""
+        if self.injected:
+            items = sum(self.items) / len(self.items) if self.items else 0.0
+            return f"{self.mean_tokens(KS[0]):.0f} inj ({items:.1f} items)"
+        return " / ".join(f"{self.mean_tokens(k):.0f}" for k in KS)
 
 
 @dataclass
@@ -420,14 +451,26 @@ class LocomoResult:
         ]
         rows = []
         for v in self.variants:
-            cells = [" / ".join(f"{v.mean_recall(k, c):.1f}" for k in KS) for c in [*CATEGORIES, None]]
-            tokens = " / ".join(f"{v.mean_tokens(k):.0f}" for k in KS)
+            cells = [v.recall_cell(c) for c in [*CATEGORIES, None]]
+            tokens = v.tokens_cell()
             p50 = percentile(v.seconds, 50) * 1000 if v.seconds else float("nan")
             p95 = percentile(v.seconds, 95) * 1000 if v.seconds else float("nan")
             rows.append([v.name, *cells, tokens, f"{p50:.1f}", f"{p95:.1f}"])
         rows.append(["anchor: DRAGON (LoCoMo paper)", "", "", "", "", "", "56.7 / 66.2 / 76.7", "", "", ""])
         rows.append(["anchor: plain BM25 over turns", "", "", "", "", "", "52.3 / 59.2 / 67.3", "", "", ""])
-        return format_table(headers, rows)
+        table = format_table(headers, rows)
+        imported = [v for v in self.variants if v.injected]
+        if imported:
+            notes = [
+                f"{v.name}: import {v.import_rate():.1f} turns/s "
+                f"({sum(i.turns for i in v.imports.values())} turns, "
+                f"{sum(i.evicted for i in v.imports.values())} evicted, "
+                f"{sum(i.failed for i in v.imports.values())} failed); (inj) = evidence recall of what "
+                "Memory.recall injected with the default RecallConfig and budgets"
+                for v in imported
+            ]
+            table = "\n".join([table, *notes])
+        return table
 
     def summary(self) -> str:
         """One paragraph: what was run, and the whole-conversation token cost."""
@@ -452,6 +495,8 @@ VARIANTS: tuple[str, ...] = (
     "dense",
     "dense-clean",
     "inmemory",
+    "product",
+    "product-inmemory",
 )
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
@@ -465,6 +510,8 @@ _LABELS = {
     "dense": "dense only (MiniLM, query as is)",
     "dense-clean": "dense only (background words dropped)",
     "inmemory": "InMemoryStore + HybridRetriever (recipe)",
+    "product": "product: import_history + Memory.recall, QdrantStore",
+    "product-inmemory": "product: import_history + Memory.recall, InMemoryStore",
 }
 
 
@@ -496,6 +543,8 @@ def _searchers(
 
         inmemory = InMemoryStore(index=index)
     for name in names:
+        if name.startswith("product"):
+            continue  # run by :func:`~langmem_plugin.bench.locomo_product.run_product`
         if name == "qdrant":
             yield (
                 name,
@@ -587,6 +636,7 @@ def run_locomo_bench(
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-")))
         searchers = list(_searchers(variants, shared, stack, qdrant_path=tmp / "qdrant"))
+        ranked = [r for name, r in zip(variants, results, strict=True) if not name.startswith("product")]
         stores = list({id(store): store for _, store, _ in searchers}.values())
         start = time.perf_counter()
         for conv in samples:
@@ -603,7 +653,7 @@ def run_locomo_bench(
         embeddings.embed_query("warm-up")
         probe = [q.text for c in samples for q in c.questions][:200]
         embed_seconds = time_calls(embeddings.embed_query, probe)
-        for (name, _, search), result in zip(searchers, results, strict=True):
+        for (name, _, search), result in zip(searchers, ranked, strict=True):
             for n, conv in enumerate(samples):
                 namespace = ("locomo", conv.sample_id)
                 search(namespace, "warm-up query", max(KS))  # builds per-namespace indexes
@@ -620,6 +670,12 @@ def run_locomo_bench(
                         result.recall[k].append(found / len(question.evidence))
                         result.tokens[k].append(count_tokens(injected_text(values[:k]), model=TOKEN_MODEL))
             say(f"{name}: recall@10 {result.mean_recall(10):.1f}")
+        for name, result in zip(variants, results, strict=True):
+            if name.startswith("product"):
+                from langmem_plugin.bench.locomo_product import run_product
+
+                run_product(name, samples, result, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say)
+                say(f"{name}: evidence recall of what was injected {result.mean_recall(KS[0]):.1f}")
     full = [count_tokens(conversation_text(c), model=TOKEN_MODEL) for c in samples]
     return LocomoResult(
         variants=results,
