@@ -14,11 +14,7 @@ budgets, from another thread of the same user. What is measured is what recall *
 - the import's turns per second.
 
 Nothing here knows LoCoMo's fields beyond the history itself (dates, speakers, texts, turn ids).
-
-Measured on conversations 0-9 (2 shared cores, MiniLM, 2026-11-23, the defaults of that day: at most
-8 items): ``product`` (QdrantStore embedded) 61.0% evidence recall of what is injected, 524 tokens,
-p50 6.5 ms / p95 8.8 ms, import 53.6 turns/s; ``product-inmemory`` 39.9%, 488 tokens, 13.5 / 16.1 ms,
-55.6 turns/s — against the recipe row's 77.3 / 85.0 / 90.1 at @5 / @10 / @25 in the same run.
+The numbers it measures are printed by the bench and kept in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
