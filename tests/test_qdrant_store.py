@@ -882,3 +882,41 @@ def test_the_cache_keeps_the_most_recently_used() -> None:
 def test_cache_items_must_be_a_count(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="cache_items"):
         QdrantStore(":memory:", options={"cache_items": bad})
+
+
+def test_a_waiting_optimize_is_not_starved_by_new_engine_calls() -> None:
+    """Writer preference: once the optimize waits, a new call queues behind it."""
+    import threading
+
+    from langmem_plugin.stores.qdrant._lock import ReadWriteLock
+
+    lock = ReadWriteLock()
+    order: list[str] = []
+    first_reading, writer_waiting = threading.Event(), threading.Event()
+
+    def first_reader() -> None:
+        with lock.read():
+            first_reading.set()
+            assert writer_waiting.wait(5)
+            time.sleep(0.05)  # the second reader arrives while the writer waits
+            order.append("reader 1")
+
+    def writer() -> None:
+        assert first_reading.wait(5)
+        writer_waiting.set()
+        with lock.write():
+            order.append("writer")
+
+    def second_reader() -> None:
+        deadline = time.monotonic() + 5
+        while not lock._writers_waiting and time.monotonic() < deadline:  # the writer is queued
+            time.sleep(0.001)
+        with lock.read():
+            order.append("reader 2")
+
+    threads = [threading.Thread(target=f) for f in (first_reader, writer, second_reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["reader 1", "writer", "reader 2"]

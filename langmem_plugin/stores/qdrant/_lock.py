@@ -102,17 +102,23 @@ class PathLock:
 
 
 class ReadWriteLock:
-    """Many engine calls at once, or one reopening of the shard (the embedded engine's full optimize)."""
+    """Many engine calls at once, or one reopening of the shard (the embedded engine's full optimize).
+
+    Writer-preferring: once a writer waits, new readers wait behind it, so a steady stream of
+    engine calls cannot starve the optimize (each reader holds the lock for one engine call,
+    never nested, so this cannot deadlock).
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
+        self._writers_waiting = 0
 
     @contextmanager
     def read(self) -> Iterator[None]:
         with self._cond:
-            while self._writer:
+            while self._writer or self._writers_waiting:
                 self._cond.wait()
             self._readers += 1
         try:
@@ -126,8 +132,12 @@ class ReadWriteLock:
     @contextmanager
     def write(self) -> Iterator[None]:
         with self._cond:
-            while self._writer or self._readers:
-                self._cond.wait()
+            self._writers_waiting += 1
+            try:
+                while self._writer or self._readers:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
             self._writer = True
         try:
             yield
