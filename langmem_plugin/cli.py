@@ -3,7 +3,8 @@
 ``langmem-plugin demo`` runs a memory agent through five threads;
 ``langmem-plugin doctor`` checks offline readiness; ``langmem-plugin bench core``
 measures the offline core, ``langmem-plugin bench stores`` the stores beside their peers,
-``langmem-plugin bench context`` how light an agent's context stays on a research trace.
+``langmem-plugin bench context`` how light an agent's context stays on a research trace,
+``langmem-plugin bench plan`` plan mode beside LangChain's TodoListMiddleware.
 ``--version`` and ``--help`` do what they say.
 
 A benchmark that cannot run here (a missing extra, missing data, an unknown name)
@@ -115,6 +116,12 @@ def _run_bench(args: argparse.Namespace) -> int:
             f"results from {args.data}, scripted model)"
         )
         print(run_context_bench(args.data, args.steps).report())
+        return 0
+    if args.bench == "plan":
+        from langmem_plugin.bench.plan import run_plan_bench
+
+        print(f"langmem-plugin {__version__} — plan mode beside TodoListMiddleware (scripted task)")
+        print(run_plan_bench(window=args.window).table())
         return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
@@ -241,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"path to locomo10.json (LoCoMo, not shipped; default {DEFAULT_CONTEXT_DATA})",
     )
     context.add_argument("--steps", type=int, default=20, help="tool calls in the trace (default 20)")
+    plan = benches.add_parser(
+        "plan", help="plan mode beside LangChain's TodoListMiddleware on one scripted multi-step task"
+    )
+    plan.add_argument(
+        "--window", type=int, default=800, help="tokens the trimmed runs keep of the messages (default 800)"
+    )
     bench.set_defaults(func=_bench)
     return parser
 

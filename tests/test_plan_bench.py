@@ -26,3 +26,12 @@ def test_the_plan_bench_prints_its_tables(capsys: object) -> None:
     assert main(["--window", "600"]) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "statuses readable" in out
+
+
+def test_the_command_line_runs_the_plan_bench(capsys: object) -> None:
+    from langmem_plugin.cli import main as cli
+
+    assert cli(["bench", "plan", "--window", "600"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "TodoListMiddleware" in out
+    assert "statuses readable" in out
