@@ -8,9 +8,8 @@ import pytest
 
 from langmem_plugin.bench.context import build_trace, run_context_bench
 
+# ../shared beside the repository, as CI lays it out
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/locomo/locomo10.json")
 
 
 @pytest.mark.skipif(not DATA.exists(), reason="LoCoMo data not available")

@@ -63,7 +63,7 @@ from langmem_plugin.services.operations import INDEX_FIELDS, write_rounds
 
 __all__ = ["DEFAULT_DATA", "ExtractionBenchResult", "Variant", "main", "run_extraction_bench"]
 
-DEFAULT_DATA = Path("/work/shared/data/locomo/locomo10.json")
+DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")  # from the repository root, as the other benches
 _TURN = re.compile(r"D(\d+):(\d+)")
 _DATE = "%I:%M %p on %d %B, %Y"
 _EVIDENCE = "evidence"
