@@ -276,6 +276,40 @@ def _check(scope: Scope, batch_size: int) -> None:
         )
 
 
+class _Run:
+    """One import, whatever the I/O: the batches to write, the writer, the report and its bar."""
+
+    def __init__(
+        self,
+        history: History,
+        scope: Scope,
+        layout: MemoryLayout | None,
+        config: RememberConfig | None,
+        per: Per,
+        batch_size: int,
+        progress: bool | None,
+    ) -> None:
+        layout, config = layout or MemoryLayout(), config or RememberConfig()
+        _check(scope, batch_size)
+        self.started = time.perf_counter()
+        episodes = history_episodes(history, per=per)
+        self.report = ImportReport(turns=len(episodes))
+        self.writer, self.bar = _writer(config), _bar(len(episodes), progress)
+        self.batches = _batches(scope, layout, episodes, config, batch_size)
+
+    def done(self, batch: _Batch) -> None:
+        _count(self.report, batch, self.bar)
+
+    def __enter__(self) -> _Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.report.failures = list(self.writer.failed)
+        self.report.seconds = time.perf_counter() - self.started
+
+
 def import_history(
     store: BaseStore,
     history: History,
@@ -304,22 +338,11 @@ def import_history(
         ScopeError: ``scope`` has no thread id.
         ConfigurationError: ``history`` is not a history.
     """
-    layout, config = layout or MemoryLayout(), config or RememberConfig()
-    _check(scope, batch_size)
-    started = time.perf_counter()
-    episodes = history_episodes(history, per=per)
-    report = ImportReport(turns=len(episodes))
-    writer, bar = _writer(config), _bar(len(episodes), progress)
-    try:
-        for batch in _batches(scope, layout, episodes, config, batch_size):
-            writer.submit(store, batch.make, batch.what, rooms=batch.rooms)
-            _count(report, batch, bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    report.failures = list(writer.failed)
-    report.seconds = time.perf_counter() - started
-    return report
+    with _Run(history, scope, layout, config, per, batch_size, progress) as run:
+        for batch in run.batches:
+            run.writer.submit(store, batch.make, batch.what, rooms=batch.rooms)
+            run.done(batch)
+    return run.report
 
 
 async def aimport_history(
@@ -334,19 +357,8 @@ async def aimport_history(
     progress: bool | None = None,
 ) -> ImportReport:
     """Async :func:`import_history` (the store's async API)."""
-    layout, config = layout or MemoryLayout(), config or RememberConfig()
-    _check(scope, batch_size)
-    started = time.perf_counter()
-    episodes = history_episodes(history, per=per)
-    report = ImportReport(turns=len(episodes))
-    writer, bar = _writer(config), _bar(len(episodes), progress)
-    try:
-        for batch in _batches(scope, layout, episodes, config, batch_size):
-            await writer.asubmit(store, batch.make, batch.what, rooms=batch.rooms)
-            _count(report, batch, bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    report.failures = list(writer.failed)
-    report.seconds = time.perf_counter() - started
-    return report
+    with _Run(history, scope, layout, config, per, batch_size, progress) as run:
+        for batch in run.batches:
+            await run.writer.asubmit(store, batch.make, batch.what, rooms=batch.rooms)
+            run.done(batch)
+    return run.report
