@@ -128,6 +128,16 @@ LOCOMO_RETRIEVAL = RetrievalConfig(
 #: 85.0) and ≈ 0.5 ms faster (p50 5.3 vs 5.8 ms, with QdrantStore's payload cache).
 LOCOMO_RETRIEVAL_FAST = dataclasses.replace(LOCOMO_RETRIEVAL, candidates=30)
 
+#: Ablations of the recipe: without the lifts fitted on LoCoMo (speaker, date, salience); and
+#: also without the background-word drop; and z-score fusion alone (no lifts at all).
+_ABLATIONS: dict[str, RetrievalConfig] = {
+    "qdrant-general": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=()),
+    "qdrant-general-nobg": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=(), background_df=None),
+    "qdrant-zfusion": dataclasses.replace(
+        LOCOMO_RETRIEVAL, lifts=(), neighbour_weight=0.0, group_weight=0.0
+    ),
+}
+
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SESSION = re.compile(r"session_(\d+)")
@@ -486,6 +496,9 @@ class LocomoResult:
 VARIANTS: tuple[str, ...] = (
     "qdrant",
     "qdrant-fast",
+    "qdrant-general",
+    "qdrant-general-nobg",
+    "qdrant-zfusion",
     "qdrant-rrf",
     "qdrant-dbsf-plain",
     "qdrant-lex-rrf",
@@ -501,6 +514,9 @@ VARIANTS: tuple[str, ...] = (
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
     "qdrant-fast": "QdrantStore + HybridRetriever (recipe, 30 candidates)",
+    "qdrant-general": "recipe without its LoCoMo-fitted lifts",
+    "qdrant-general-nobg": "recipe without LoCoMo lifts, no background drop",
+    "qdrant-zfusion": "z-score fusion only (no lifts)",
     "qdrant-rrf": "QdrantStore hybrid, RRF (old default)",
     "qdrant-dbsf-plain": "QdrantStore hybrid, DBSF (default)",
     "qdrant-lex-rrf": "QdrantStore hybrid, lexical_fields, RRF",
@@ -553,6 +569,9 @@ def _searchers(
             )
         elif name == "qdrant-fast":
             retriever = HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL_FAST)
+            yield name, qdrant, _retriever_searcher(retriever)
+        elif name in _ABLATIONS:
+            retriever = HybridRetriever(qdrant.with_search(mode="dense"), _ABLATIONS[name])
             yield name, qdrant, _retriever_searcher(retriever)
         elif name == "qdrant-rrf":
             yield name, qdrant, _store_searcher(qdrant.with_search(fusion="rrf"))
