@@ -73,6 +73,7 @@ from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 
 __all__ = [
     "CATEGORIES",
+    "LOCOMO_LEXICAL_FIELDS",
     "LOCOMO_RETRIEVAL",
     "LOCOMO_RETRIEVAL_FAST",
     "Conversation",
@@ -110,12 +111,15 @@ EMBEDDED_FIELDS: tuple[str, ...] = ("content", *(f"metadata.part_{n}" for n in r
 #: its sentences, lifted by a strong neighbour, a strong session, the speaker the question names, the
 #: date it names and how much the turn tells (:func:`~langmem_plugin.bench.locomo_salience.memory_salience`);
 #: weights tuned on conversations 0-4 (see the module docs).
+#: What the recipe's store indexes for BM25 (``QdrantIndexConfig.lexical_fields``): the session's
+#: date, the turn before, the turn.
+LOCOMO_LEXICAL_FIELDS: tuple[str, ...] = ("metadata.session_date", "metadata.context", "content")
+
 LOCOMO_RETRIEVAL = RetrievalConfig(
-    lexical_fields=("metadata.session_date", "metadata.context", "content"),
     neighbours_field="metadata.neighbours",
     neighbour_weight=0.45,
     candidates=50,
-    group_field="metadata.session_date",
+    group_fields=("metadata.session_date",),
     group_weight=0.5,
     lifts=(
         MentionLift("metadata.speaker", weight=1.2),
@@ -133,9 +137,7 @@ LOCOMO_RETRIEVAL_FAST = dataclasses.replace(LOCOMO_RETRIEVAL, candidates=30)
 _ABLATIONS: dict[str, RetrievalConfig] = {
     "qdrant-general": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=()),
     "qdrant-general-nobg": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=(), background_df=None),
-    "qdrant-zfusion": dataclasses.replace(
-        LOCOMO_RETRIEVAL, lifts=(), neighbour_weight=0.0, group_weight=0.0
-    ),
+    "qdrant-zfusion": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=(), neighbour_weight=0.0, group_weight=0.0),
 }
 
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
@@ -493,6 +495,9 @@ class LocomoResult:
         )
 
 
+#: The rows over a store whose BM25 reads the turn only (the others: date + context + turn).
+_PLAIN = ("qdrant-rrf", "qdrant-dbsf-plain", "bm25-turns", "dense")
+
 VARIANTS: tuple[str, ...] = (
     "qdrant",
     "qdrant-fast",
@@ -525,7 +530,7 @@ _LABELS = {
     "bm25-turns": "BM25 only (turn text)",
     "dense": "dense only (MiniLM, query as is)",
     "dense-clean": "dense only (background words dropped)",
-    "inmemory": "InMemoryStore + HybridRetriever (recipe)",
+    "inmemory": "InMemoryStore + HybridRetriever (recipe; no BM25 there)",
     "product": "product: import_history + Memory.recall, QdrantStore",
     "product-inmemory": "product: import_history + Memory.recall, InMemoryStore",
 }
@@ -541,16 +546,16 @@ def _searchers(
     }
     qdrant: Any = None
     inmemory: Any = None
-    if any(n.startswith(("qdrant", "bm25", "dense")) for n in names):
+    if any(n in _PLAIN for n in names):
         from langmem_plugin.stores.qdrant import QdrantStore
 
         qdrant = stack.enter_context(QdrantStore(path=qdrant_path, index=index))
     lexical: Any = None
-    if any(n in ("qdrant-lex-rrf", "qdrant-dbsf") for n in names):
+    if any(n.startswith(("qdrant", "bm25", "dense")) and n not in _PLAIN for n in names):
         from langmem_plugin.stores.qdrant import QdrantStore
 
         # the recipe's two signals in the engine: BM25 over date + context + content, dense over content
-        lexical_index: Any = {**index, "lexical_fields": list(LOCOMO_RETRIEVAL.lexical_fields)}
+        lexical_index: Any = {**index, "lexical_fields": list(LOCOMO_LEXICAL_FIELDS)}
         lexical = stack.enter_context(
             QdrantStore(path=qdrant_path.with_name(qdrant_path.name + "-lexical"), index=lexical_index)
         )
@@ -562,17 +567,11 @@ def _searchers(
         if name.startswith("product"):
             continue  # run by :func:`~langmem_plugin.bench.locomo_product.run_product`
         if name == "qdrant":
-            yield (
-                name,
-                qdrant,
-                _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL)),
-            )
+            yield name, lexical, _retriever_searcher(HybridRetriever(lexical, LOCOMO_RETRIEVAL))
         elif name == "qdrant-fast":
-            retriever = HybridRetriever(qdrant.with_search(mode="dense"), LOCOMO_RETRIEVAL_FAST)
-            yield name, qdrant, _retriever_searcher(retriever)
+            yield name, lexical, _retriever_searcher(HybridRetriever(lexical, LOCOMO_RETRIEVAL_FAST))
         elif name in _ABLATIONS:
-            retriever = HybridRetriever(qdrant.with_search(mode="dense"), _ABLATIONS[name])
-            yield name, qdrant, _retriever_searcher(retriever)
+            yield name, lexical, _retriever_searcher(HybridRetriever(lexical, _ABLATIONS[name]))
         elif name == "qdrant-rrf":
             yield name, qdrant, _store_searcher(qdrant.with_search(fusion="rrf"))
         elif name == "qdrant-dbsf-plain":
@@ -582,16 +581,17 @@ def _searchers(
         elif name == "qdrant-dbsf":
             yield name, lexical, _store_searcher(lexical.with_search(fusion="dbsf"))
         elif name == "bm25":
-            config = RetrievalConfig(mode="lexical", lexical_fields=LOCOMO_RETRIEVAL.lexical_fields)
-            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))
+            yield (
+                name,
+                lexical,
+                _retriever_searcher(HybridRetriever(lexical, RetrievalConfig(mode="lexical"))),
+            )
         elif name == "bm25-turns":
-            config = RetrievalConfig(mode="lexical", lexical_fields=("content",))
-            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, config))
+            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant, RetrievalConfig(mode="lexical")))
         elif name == "dense":
             yield name, qdrant, _store_searcher(qdrant.with_search(mode="dense"))
         elif name == "dense-clean":
-            config = RetrievalConfig(mode="dense", lexical_fields=LOCOMO_RETRIEVAL.lexical_fields)
-            yield name, qdrant, _retriever_searcher(HybridRetriever(qdrant.with_search(mode="dense"), config))
+            yield name, lexical, _retriever_searcher(HybridRetriever(lexical, RetrievalConfig(mode="dense")))
         elif name == "inmemory":
             yield name, inmemory, _retriever_searcher(HybridRetriever(inmemory, LOCOMO_RETRIEVAL))
         else:

@@ -64,7 +64,8 @@ class CandidateQuery:
             raise ConfigurationError(f"limit must be a whole number of at least 1, got {self.limit!r}")
         if self.background_df is not None and not 0.0 < self.background_df <= 1.0:
             raise ConfigurationError(
-                f"background_df must be above 0 and at most 1 (or None to disable), got {self.background_df!r}"
+                "background_df must be above 0 and at most 1 (or None to disable), "
+                f"got {self.background_df!r}"
             )
 
 

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.store.base import BaseStore, Op, PutOp, SearchOp
+from langgraph.store.base import BaseStore, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_plugin.core.fence import quote
@@ -58,7 +58,12 @@ from langmem_plugin.services.operations import (
     to_stored,
     write_steps,
 )
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.store_steps import (
+    StoreRequest,
+    StoreSteps,
+    arun_batch,
+    run_batch,
+)
 
 __all__ = [
     "DEFAULT_CONSOLIDATION_INSTRUCTIONS",
@@ -96,7 +101,7 @@ _SPACE = re.compile(r"\s+")
 _NOT_MATCHED = (MemoryKind.EPISODE, MemoryKind.DOCUMENT, MemoryKind.TOOL_RESULT)
 
 #: A request of consolidation (and reflection) steps: a batch of store ops, or a model call.
-Request = Sequence[Op] | ModelCall
+Request = StoreRequest | ModelCall
 
 
 def normalise(text: str) -> str:
@@ -416,7 +421,7 @@ def run_requests(
     def do(request: Request) -> Any:
         if isinstance(request, ModelCall):
             return request.run(models[request.purpose])
-        return execute(store, _one_batch(request))
+        return run_batch(store, request)
 
     return run_steps(steps, do)
 
@@ -429,14 +434,9 @@ async def arun_requests(
     async def do(request: Request) -> Any:
         if isinstance(request, ModelCall):
             return await request.arun(models[request.purpose])
-        return await aexecute(store, _one_batch(request))
+        return await arun_batch(store, request)
 
     return await arun_steps(steps, do)
-
-
-def _one_batch(ops: Sequence[Op]) -> StoreSteps[list[Any]]:
-    results = yield ops
-    return results
 
 
 def consolidate(

@@ -119,9 +119,10 @@ class RecallConfig:
             recall runs before every model call, and updating a record re-puts it, which
             re-embeds it (``langmem-plugin bench memory`` measures the cost); the memory tools
             count their reads.
-        retrieval: search candidates with a :class:`~langmem_plugin.services.retrieval.HybridRetriever`
-            (dense + BM25, fused) made with this config, instead of the store's own search
-            (``None``). Its scores are fused z-scores, so ``min_relevance`` applies only in its
+        retrieval: how candidates are searched: a :class:`~langmem_plugin.services.retrieval.HybridRetriever`
+            with this config (default: the store's dense and BM25 candidates fused by score, with
+            the neighbour and session lifts), or ``None`` for the store's own ``search``. The
+            fused scores are z-scores, so ``min_relevance`` applies only to ``None`` and to the
             ``"dense"`` mode; ``max_items`` and the budgets bound what is injected.
     """
 
@@ -138,7 +139,7 @@ class RecallConfig:
     model: str | None = None
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
-    retrieval: RetrievalConfig | None = None
+    retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
 
     def __post_init__(self) -> None:
         comps = tuple(parse_compartment(c) for c in self.compartments)
@@ -257,14 +258,13 @@ def search_candidates(
     limit: int,
     retriever: HybridRetriever | None = None,
 ) -> StoreSteps[list[StoredMemory]]:
-    """The candidate search of recall: one search per namespace.
+    """The candidate search of recall: one search per namespace, all in one request to the store.
 
     This is the one place recall asks a store for candidates. Without a
     ``retriever``, one store search per namespace, in one batch; scores are the
     store's own (higher is better), or ``None`` when the store has no index. With
-    one, :meth:`HybridRetriever.search_steps` per namespace; scores are its fused
-    scores, and every item is as the store holds it now (the retriever re-reads
-    what only its lexical index found).
+    one, :meth:`HybridRetriever.batch_steps` over the namespaces: one candidate
+    request, the lists fused per namespace; scores are the fused scores.
     """
     found: list[StoredMemory] = []
     if retriever is None:
@@ -272,8 +272,8 @@ def search_candidates(
         for (comp, ns), page in zip(searches, pages, strict=True):
             found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
         return found
-    for comp, ns in searches:
-        hits = yield from retriever.search_steps(ns, query, limit=limit)
+    pages_hits = yield from retriever.batch_steps([ns for _, ns in searches], query, limit=limit)
+    for (comp, ns), hits in zip(searches, pages_hits, strict=True):
         for hit in hits:
             if hit.namespace != ns:
                 continue

@@ -8,10 +8,11 @@ needs, then returns its answer. :func:`execute` runs the steps with
 ``store.batch``, :func:`aexecute` with ``await store.abatch``. The logic exists
 once; only the I/O differs — so sync and async can never drift apart.
 
-Both tell the watchers of a store (:func:`watch_writes`) about every batch of
-writes they ran, so a cache over the store (the lexical index of a
-:class:`~langmem_plugin.services.retrieval.HybridRetriever`) sees every write
-the services make.
+A step may also yield a :class:`CandidateSearch`: the candidate lists of hybrid
+search (:mod:`langmem_plugin.core.candidates`). A store that answers them
+(QdrantStore, CheckpointerStore) does, in one call; any other store runs its own
+``search`` instead, whose results become the dense list, with no lexical one
+(``Candidates.lexical_index`` is False), so the caller knows what is missing.
 
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
@@ -27,54 +28,28 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 import time
-import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base import BaseStore, Op, SearchItem, SearchOp
 
+from langmem_plugin.core.candidates import CandidateQuery, Candidates, CandidateStore
 from langmem_plugin.core.steps import arun_steps, run_steps
 
-__all__ = ["Pause", "StoreSteps", "aexecute", "arun_batch", "execute", "run_batch", "watch_writes"]
+__all__ = [
+    "CandidateSearch",
+    "Pause",
+    "StoreRequest",
+    "StoreSteps",
+    "aexecute",
+    "arun_batch",
+    "execute",
+    "run_batch",
+]
 
 T = TypeVar("T")
-
-#: Steps over a store: a generator that yields batches of store operations and returns a value.
-StoreSteps = Generator[Sequence[Op], list[Any], T]
-
-
-WriteWatcher = Callable[[Sequence[PutOp]], None]
-_watchers: weakref.WeakKeyDictionary[BaseStore, list[weakref.WeakMethod[WriteWatcher]]] = (
-    weakref.WeakKeyDictionary()
-)
-_watchers_lock = threading.Lock()
-
-
-def watch_writes(store: BaseStore, watcher: WriteWatcher) -> None:
-    """Call ``watcher`` (a bound method, held weakly) with the puts of every batch run on ``store``.
-
-    It is called after the batch succeeded, from the thread that ran it, so it must be
-    thread-safe and quick. Writes made with ``store.put``/``store.batch`` directly are not seen.
-    """
-    with _watchers_lock:
-        watchers = _watchers.setdefault(store, [])
-        watchers[:] = [w for w in watchers if w() is not None]
-        watchers.append(weakref.WeakMethod(watcher))
-
-
-def _written(store: BaseStore, ops: Sequence[Op]) -> None:
-    with _watchers_lock:
-        watchers = [w() for w in _watchers.get(store, ())]
-    if not watchers:
-        return
-    puts = [op for op in ops if isinstance(op, PutOp)]
-    if puts:
-        for watcher in watchers:
-            if watcher is not None:
-                watcher(puts)
 
 
 @dataclass(frozen=True)
@@ -84,24 +59,56 @@ class Pause:
     seconds: float
 
 
-def run_batch(store: BaseStore, request: Sequence[Op] | Pause) -> list[Any] | None:
+@dataclass(frozen=True)
+class CandidateSearch:
+    """A request for the candidate lists of hybrid search, one :class:`Candidates` per query."""
+
+    queries: tuple[CandidateQuery, ...]
+
+
+#: What store steps yield: a batch of store operations, a pause, or a candidate search.
+StoreRequest = Sequence[Op] | Pause | CandidateSearch
+#: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
+StoreSteps = Generator[StoreRequest, Any, T]
+
+
+def _search_ops(request: CandidateSearch) -> list[Op]:
+    """A store without candidate lists runs its own search per query instead."""
+    return [SearchOp(q.namespace_prefix, q.filter, q.limit, 0, q.query) for q in request.queries]
+
+
+def _as_candidates(request: CandidateSearch, pages: list[Any]) -> list[Candidates]:
+    def scored(page: list[SearchItem]) -> list[SearchItem]:
+        return [item for item in page if item.score is not None]  # unscored: listed, not matched
+
+    return [
+        Candidates(dense=scored(page), lexical=[], dense_query=q.query, lexical_index=False)
+        for q, page in zip(request.queries, pages, strict=True)
+    ]
+
+
+def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
     """Carry out one request of store steps with the store's sync API."""
     if isinstance(request, Pause):
         time.sleep(request.seconds)
         return None
-    results = store.batch(request) if request else []
-    _written(store, request)
-    return results
+    if isinstance(request, CandidateSearch):
+        if isinstance(store, CandidateStore):
+            return store.search_candidates(request.queries)
+        return _as_candidates(request, store.batch(_search_ops(request)))
+    return store.batch(request) if request else []
 
 
-async def arun_batch(store: BaseStore, request: Sequence[Op] | Pause) -> list[Any] | None:
+async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
     """Carry out one request of store steps with the store's async API."""
     if isinstance(request, Pause):
         await asyncio.sleep(request.seconds)
         return None
-    results = await store.abatch(request) if request else []
-    _written(store, request)
-    return results
+    if isinstance(request, CandidateSearch):
+        if isinstance(store, CandidateStore):
+            return await store.asearch_candidates(request.queries)
+        return _as_candidates(request, await store.abatch(_search_ops(request)))
+    return await store.abatch(request) if request else []
 
 
 def execute(store: BaseStore, steps: StoreSteps[T]) -> T:

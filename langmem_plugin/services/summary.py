@@ -52,7 +52,7 @@ from typing import Any, TypeAlias, TypedDict
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
-from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base import BaseStore, PutOp
 
 from langmem_plugin.core.fence import entry, quote
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
@@ -60,7 +60,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.store_steps import Pause, arun_batch, run_batch
+from langmem_plugin.services.store_steps import StoreRequest, arun_batch, run_batch
 from langmem_plugin.services.window import trim_window
 
 __all__ = [
@@ -161,7 +161,7 @@ class Summarize:
 
 
 #: Steps that write to a store and call the summarizer.
-SummarySteps: TypeAlias = Steps[Sequence[Op] | Pause | Summarize, Any]
+SummarySteps: TypeAlias = Steps[StoreRequest | Summarize, Any]
 
 
 def do_request(store: BaseStore, model: Runnable[Any, Any] | None, request: Any) -> Any:

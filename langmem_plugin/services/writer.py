@@ -19,14 +19,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore, Op
+from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.services.layout import (
     aroom_held,
     room_held,
 )
-from langmem_plugin.services.store_steps import Pause, StoreSteps, arun_batch, run_batch
+from langmem_plugin.services.store_steps import Pause, StoreRequest, StoreSteps, arun_batch, run_batch
 
 if TYPE_CHECKING:
     from langmem_plugin.services.remember import RememberConfig
@@ -76,7 +76,7 @@ class EpisodeWriter:
         """A writer with ``config``'s mode and retry settings."""
         return cls(background=config.background, retries=config.retries, retry_delay=config.retry_delay)
 
-    def _attempts(self, write: FailedWrite) -> Generator[Sequence[Op] | Pause, Any, bool]:
+    def _attempts(self, write: FailedWrite) -> Generator[StoreRequest, Any, bool]:
         """The write with its retries, as steps: one implementation for the sync and async paths."""
         for attempt in range(self.retries + 1):
             try:
