@@ -1,4 +1,8 @@
-"""Recall through HybridRetriever in real graphs: saved, updated and deleted memories are never stale."""
+"""Recall through HybridRetriever in real graphs: saved, updated and deleted memories are never stale.
+
+The retriever keeps no copy of the store, so there is nothing to go stale: every search asks
+the store (here QdrantStore, whose candidate lists carry both signals).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_steps
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 USER_NS = ("memories", "user", "alice")
@@ -25,7 +30,8 @@ def _config(thread: str) -> Any:
 
 def _memory(mode: str) -> Memory:
     recall = RecallConfig(retrieval=RetrievalConfig(mode=mode))  # type: ignore[arg-type]
-    memory = Memory(embeddings=FakeEmbeddings(), recall=recall, model="gpt-4o-mini")
+    index: Any = {"dims": 256, "embed": FakeEmbeddings(), "fields": ["content"]}
+    memory = Memory(QdrantStore(":memory:", index=index), recall=recall, model="gpt-4o-mini")
     scope = Scope(user_id="alice")
     for k in range(40):  # more than the dense search returns: some hits are lexical-only
         execute(
@@ -130,9 +136,10 @@ async def test_writes_straight_into_the_store_are_never_recalled_stale(retrieval
         assert target not in [i.id for i in recall.items]
 
 
-def test_default_recall_is_unchanged_and_a_retriever_is_required_with_retrieval() -> None:
-    assert Memory(embeddings=FakeEmbeddings()).retriever is None
-    assert RecallConfig().retrieval is None
+def test_default_recall_is_the_fused_search_and_a_retriever_is_required_with_retrieval() -> None:
+    assert isinstance(Memory(embeddings=FakeEmbeddings()).retriever, HybridRetriever)
+    assert RecallConfig().retrieval == RetrievalConfig()
+    assert Memory(embeddings=FakeEmbeddings(), recall=RecallConfig(retrieval=None)).retriever is None
     plan = recall_steps(
         Scope(user_id="u"),
         MemoryLayout(),
@@ -158,7 +165,6 @@ def test_one_retriever_per_store_is_kept_across_runs() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_episodes_remembered_in_a_thread_are_recalled_by_bm25_alone(mode: str) -> None:
-    # lexical mode cannot notice new items by itself: the remember node's write must reach the index
     memory = _memory("lexical")
     model = ScriptedChatModel(
         ["Neptune it is.", lambda m: "Neptune!" if "Neptune" in _system_text(m) else "?"]

@@ -1,21 +1,30 @@
-"""HybridRetriever over real stores (InMemoryStore, embedded QdrantStore) with deterministic embeddings."""
+"""HybridRetriever over real stores: the store's candidate lists, fused in one place.
+
+Embedded QdrantStore (dense + BM25 candidates), and LangGraph's InMemoryStore (no
+candidate lists: its own search is the dense list, with no lexical one).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
+from langmem_plugin.core.candidates import CandidateStore
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings
 
 NS = ("users", "u1")
+LEXICAL_FIELDS = ["metadata.context", "content"]
 
 
 class RecordingEmbeddings(FakeEmbeddings):
@@ -34,6 +43,26 @@ def memory_store(embeddings: Embeddings | None = None) -> InMemoryStore:
     return InMemoryStore(index={"dims": 64, "embed": embeddings or FakeEmbeddings(64), "fields": ["content"]})
 
 
+@contextmanager
+def qdrant(
+    embeddings: Embeddings | None = None, *, lexical_fields: list[str] | None = None
+) -> Iterator[QdrantStore]:
+    index: Any = {
+        "dims": 64,
+        "embed": embeddings or FakeEmbeddings(64),
+        "fields": ["content"],
+        "lexical_fields": lexical_fields or LEXICAL_FIELDS,
+    }
+    with QdrantStore(":memory:", index=index) as store:
+        yield store
+
+
+@pytest.fixture
+def store() -> Iterator[QdrantStore]:
+    with qdrant() as opened:
+        yield opened
+
+
 DOCS = {
     "tea": {"content": "Prefers green tea in the morning", "metadata": {"context": "What do you drink?"}},
     "tax": {"content": "The tax deadline is in April", "metadata": {"context": "Any paperwork due?"}},
@@ -42,15 +71,15 @@ DOCS = {
 }
 
 
-def filled(retriever: HybridRetriever) -> HybridRetriever:
-    for key, value in DOCS.items():
-        retriever.put(NS, key, value)
-    return retriever
+def fill(store: Any, docs: dict[str, dict[str, Any]], namespace: tuple[str, ...] = NS) -> Any:
+    for key, value in docs.items():
+        store.put(namespace, key, value)
+    return store
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "lexical"])
-def test_each_mode_finds_the_matching_memory(mode: str) -> None:
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode=mode)))  # type: ignore[arg-type]
+def test_each_mode_finds_the_matching_memory(store: QdrantStore, mode: str) -> None:
+    retriever = HybridRetriever(fill(store, DOCS), RetrievalConfig(mode=mode))  # type: ignore[arg-type]
     hits = retriever.search(NS, "when is the tax deadline", limit=2)
     assert hits[0].key == "tax"
     assert hits[0].value == DOCS["tax"]
@@ -67,49 +96,43 @@ def test_each_mode_finds_the_matching_memory(mode: str) -> None:
         assert hits[0].score > hits[1].score
 
 
-def test_lexical_fields_make_context_searchable_without_embedding_it() -> None:
-    with_context = filled(
-        HybridRetriever(
-            memory_store(), RetrievalConfig(mode="lexical", lexical_fields=("metadata.context", "content"))
-        )
-    )
-    assert [h.key for h in with_context.search(NS, "paperwork", limit=3)] == ["tax"]
-    content_only = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
-    assert content_only.search(NS, "paperwork", limit=3) == []
+def test_the_stores_lexical_fields_make_context_searchable_without_embedding_it() -> None:
+    lexical = RetrievalConfig(mode="lexical")
+    with qdrant() as store:
+        assert [h.key for h in HybridRetriever(fill(store, DOCS), lexical).search(NS, "paperwork")] == ["tax"]
+    with qdrant(lexical_fields=["content"]) as store:
+        assert HybridRetriever(fill(store, DOCS), lexical).search(NS, "paperwork") == []
 
 
-def test_hybrid_ranks_a_lexical_only_match_into_the_results() -> None:
+def test_hybrid_ranks_a_lexical_only_match_into_the_results(store: QdrantStore) -> None:
     """A word only BM25 sees (in the context field) still lifts its memory to the top in hybrid mode."""
-    config = RetrievalConfig(lexical_fields=("metadata.context", "content"))
-    retriever = filled(HybridRetriever(memory_store(), config))
-    hits = retriever.search(NS, "pets", limit=4)
+    hits = HybridRetriever(fill(store, DOCS)).search(NS, "pets", limit=4)
     assert hits[0].key == "dog"
     assert hits[0].lexical_score is not None
     assert hits[0].lexical_score > 0
-    assert {h.key for h in hits} == set(DOCS)  # the dense pool brings every candidate
+    assert {h.key for h in hits} == set(DOCS)  # the dense list brings every candidate
 
 
 def test_background_words_are_dropped_from_the_embedded_query() -> None:
     embeddings = RecordingEmbeddings()
-    retriever = HybridRetriever(memory_store(embeddings), RetrievalConfig(background_min_docs=10))
-    for i in range(20):
-        retriever.put(NS, f"k{i}", {"content": f"Caroline: note number {i} about topic{i}"})
-    retriever.put(NS, "pottery", {"content": "Melanie: I signed up for a pottery class"})
-    hits = retriever.search(NS, "When did Caroline sign up for pottery?", limit=3)
-    assert hits[0].key == "pottery"
-    assert embeddings.queries[-1] == "When did sign up for pottery?"
-
-    keep = HybridRetriever(memory_store(embeddings), RetrievalConfig(background_df=None))
-    keep.put(NS, "a", {"content": "Caroline: hello"})
-    keep.search(NS, "When did Caroline sign up for pottery?")
-    assert embeddings.queries[-1] == "When did Caroline sign up for pottery?"
+    with qdrant(embeddings) as store:
+        for i in range(20):
+            store.put(NS, f"k{i}", {"content": f"Caroline: note number {i} about topic{i}"})
+        store.put(NS, "pottery", {"content": "Melanie: I signed up for a pottery class"})
+        retriever = HybridRetriever(store, RetrievalConfig(background_min_docs=10))
+        hits = retriever.search(NS, "When did Caroline sign up for pottery?", limit=3)
+        assert hits[0].key == "pottery"
+        assert embeddings.queries[-1] == "When did sign up for pottery?"
+        keep = HybridRetriever(store, RetrievalConfig(background_df=None))
+        keep.search(NS, "When did Caroline sign up for pottery?")
+        assert embeddings.queries[-1] == "When did Caroline sign up for pottery?"
 
 
 def test_small_namespaces_keep_the_whole_query() -> None:
     embeddings = RecordingEmbeddings()
-    retriever = filled(HybridRetriever(memory_store(embeddings)))
-    retriever.search(NS, "green tea please")
-    assert embeddings.queries[-1] == "green tea please"
+    with qdrant(embeddings) as store:
+        HybridRetriever(fill(store, DOCS)).search(NS, "green tea please")
+        assert embeddings.queries[-1] == "green tea please"
 
 
 def test_neighbours_lift_the_turn_next_to_a_strong_match() -> None:
@@ -120,79 +143,82 @@ def test_neighbours_lift_the_turn_next_to_a_strong_match() -> None:
         "t3": ("I love the weather there", "t2"),
         **{f"x{i}": (f"where did you put cooking pot {i}", "") for i in range(6)},
     }
-
-    def ranked(weight: float) -> list[str]:
-        config = RetrievalConfig(
-            neighbours_field="metadata.neighbours" if weight else None, neighbour_weight=weight
-        )
-        retriever = HybridRetriever(memory_store(), config)
-        for key, (text, around) in turns.items():
-            retriever.put(NS, key, {"content": text, "metadata": {"neighbours": around}})
-        return [h.key for h in retriever.search(NS, "where did you move", limit=len(turns))]
-
-    plain, lifted = ranked(0.0), ranked(1.0)
+    docs = {
+        key: {"content": text, "metadata": {"neighbours": around}} for key, (text, around) in turns.items()
+    }
+    plain = lifted_ranking(RetrievalConfig(neighbour_weight=0.0), docs, "where did you move")
+    lifted = lifted_ranking(RetrievalConfig(neighbour_weight=1.0), docs, "where did you move")
     assert plain[0] == lifted[0] == "t1"
     assert lifted.index("t2") < plain.index("t2")
     assert lifted.index("t2") == 1
 
 
-def test_writes_behind_the_retrievers_back_are_picked_up() -> None:
-    store = memory_store()
-    retriever = filled(HybridRetriever(store))
-    retriever.search(NS, "tea")  # builds the lexical index
+def test_the_thread_is_the_group_when_there_is_no_session(store: QdrantStore) -> None:
+    docs = {
+        "lone": {"content": "we went hiking in the alps", "metadata": {"thread_id": "a"}},
+        "mid": {"content": "we went hiking in the alps", "metadata": {"thread_id": "b"}},
+        "near": {"content": "hiking the alps in june", "metadata": {"thread_id": "b"}},
+        **{
+            f"x{i}": {"content": f"grocery list item {i}", "metadata": {"thread_id": f"t{i}"}}
+            for i in range(8)
+        },
+    }
+    ranked = [h.key for h in HybridRetriever(fill(store, docs)).search(NS, "hiking in the alps", limit=11)]
+    assert ranked.index("mid") < ranked.index("lone")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_every_write_is_seen_by_the_next_search_there_is_no_copy(store: QdrantStore, mode: str) -> None:
+    retriever = HybridRetriever(fill(store, DOCS), RetrievalConfig(mode="lexical"))
+
+    async def search(query: str) -> list[str]:
+        hits = retriever.search(NS, query) if mode == "sync" else await retriever.asearch(NS, query)
+        return [h.key for h in hits]
+
+    assert await search("Luna") == []
     store.put(NS, "cat", {"content": "Has a cat called Luna"})
-    assert retriever.search(NS, "Luna the cat", limit=1)[0].key == "cat"
-
-    lexical = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
-    assert lexical.search(NS, "Luna") == []
-    lexical.store.put(NS, "cat", {"content": "Has a cat called Luna"})
-    assert lexical.search(NS, "Luna") == []  # lexical mode cannot notice: invalidate
-    lexical.invalidate(NS)
-    assert [h.key for h in lexical.search(NS, "Luna")] == ["cat"]
-    lexical.invalidate()
+    assert await search("Luna") == ["cat"]
+    store.put(NS, "cat", {"content": "Switched to a dog"})
+    assert await search("Luna") == []
+    store.delete(NS, "run")
+    assert await search("marathon") == []
 
 
-def test_put_and_delete_keep_the_index_current() -> None:
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
-    assert [h.key for h in retriever.search(NS, "marathon")] == ["run"]
-    retriever.delete(NS, "run")
-    assert retriever.search(NS, "marathon") == []
-    assert retriever.store.get(NS, "run") is None
-    retriever.put(NS, "tea", {"content": "Switched to coffee"})
-    assert retriever.search(NS, "green tea") == []
-    assert [h.key for h in retriever.search(NS, "coffee")] == ["tea"]
-
-
-def test_prefix_search_spans_namespaces_and_respects_filters() -> None:
-    retriever = HybridRetriever(memory_store())
-    retriever.put(("users", "u1"), "a", {"content": "likes jazz music", "kind": "fact"})
-    retriever.put(("users", "u2"), "b", {"content": "likes jazz concerts", "kind": "episode"})
-    retriever.put(("other",), "c", {"content": "jazz jazz jazz", "kind": "fact"})
+def test_prefix_search_spans_namespaces_and_respects_filters(store: QdrantStore) -> None:
+    store.put(("users", "u1"), "a", {"content": "likes jazz music", "kind": "fact"})
+    store.put(("users", "u2"), "b", {"content": "likes jazz concerts", "kind": "episode"})
+    store.put(("other",), "c", {"content": "jazz jazz jazz", "kind": "fact"})
+    retriever = HybridRetriever(store)
     hits = retriever.search(("users",), "jazz", limit=5)
     assert {(h.namespace, h.key) for h in hits} == {(("users", "u1"), "a"), (("users", "u2"), "b")}
     filtered = retriever.search(("users",), "jazz", limit=5, filter={"kind": "episode"})
     assert [h.key for h in filtered] == ["b"]
 
 
-async def test_async_search_matches_sync() -> None:
-    retriever = HybridRetriever(memory_store())
-    for key, value in DOCS.items():
-        await retriever.aput(NS, key, value)
+async def test_async_search_matches_sync(store: QdrantStore) -> None:
+    retriever = HybridRetriever(fill(store, DOCS))
     sync = retriever.search(NS, "puppy Biscuit", limit=3)
     asynchronous = await retriever.asearch(NS, "puppy Biscuit", limit=3)
     assert [(h.key, h.score) for h in sync] == [(h.key, h.score) for h in asynchronous]
-    await retriever.adelete(NS, "dog")
-    assert "dog" not in [h.key for h in await retriever.asearch(NS, "puppy Biscuit", limit=3)]
 
 
-def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
-    index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]}
-    with QdrantStore(path=tmp_path / "q", index=index) as store:  # type: ignore[arg-type]
-        retriever = filled(HybridRetriever(store.with_search(mode="dense")))
-        hits = retriever.search(NS, "Biscuit the puppy", limit=2)
+def test_embedded_qdrant_answers_candidate_lists(tmp_path: Path) -> None:
+    index: Any = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]}
+    with QdrantStore(tmp_path / "q", index=index) as store:
+        assert isinstance(store, CandidateStore)
+        hits = HybridRetriever(fill(store, DOCS)).search(NS, "Biscuit the puppy", limit=2)
         assert hits[0].key == "dog"
         assert hits[0].dense_score is not None
         assert hits[0].lexical_score is not None
+
+
+def test_a_store_without_candidate_lists_falls_back_to_its_own_search_as_the_dense_list() -> None:
+    plain: BaseStore = fill(memory_store(), DOCS)
+    assert not isinstance(plain, CandidateStore)
+    hits = HybridRetriever(plain).search(NS, "Biscuit the puppy", limit=4)
+    assert hits[0].key == "dog"
+    assert all(h.lexical_score is None and h.dense_score is not None for h in hits)
+    assert HybridRetriever(plain, RetrievalConfig(mode="lexical")).search(NS, "Biscuit") == []
 
 
 @pytest.mark.parametrize(
@@ -200,14 +226,13 @@ def test_over_embedded_qdrant_dense_view(tmp_path: Path) -> None:
     [
         ({"mode": "fuzzy"}, "mode"),
         ({"dense_weight": 1.5}, "dense_weight"),
-        ({"lexical_fields": "content"}, "lexical_fields"),
-        ({"lexical_fields": ()}, "lexical_fields"),
         ({"candidates": 0}, "candidates"),
         ({"background_df": 0.0}, "background_df"),
-        ({"neighbour_weight": 0.5}, "neighbours_field"),
+        ({"neighbour_weight": 0.5, "neighbours_field": None}, "neighbours_field"),
         ({"neighbour_weight": -1.0, "neighbours_field": "n"}, "neighbour_weight"),
-        ({"group_weight": 0.5}, "group_field"),
-        ({"group_weight": -0.5, "group_field": "g"}, "group_weight"),
+        ({"group_weight": 0.5, "group_fields": ()}, "group_fields"),
+        ({"group_fields": "metadata.session"}, "group_fields"),
+        ({"group_weight": -0.5}, "group_weight"),
         ({"group_top": 0}, "group_top"),
         ({"lifts": SalienceLift()}, "lifts must be a tuple"),
         ({"lifts": (lambda query, features, scores: scores,)}, "feature"),
@@ -219,85 +244,16 @@ def test_bad_config_is_a_typed_error(kwargs: dict[str, object], needle: str) -> 
         RetrievalConfig(**kwargs)  # type: ignore[arg-type]
 
 
-def test_bad_calls_are_typed_errors() -> None:
-    retriever = HybridRetriever(memory_store())
-    with pytest.raises(ConfigurationError, match="query"):
-        retriever.search(NS, "   ")
-    with pytest.raises(ConfigurationError, match="limit"):
-        retriever.search(NS, "tea", limit=0)
-    with pytest.raises(ConfigurationError, match="namespace_prefix"):
-        retriever.search("users", "tea")  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
-async def test_deletes_and_updates_behind_the_retrievers_back_are_never_returned_stale(mode: str) -> None:
-    # candidates=1: in hybrid mode the dense search returns one item, so most hits are lexical-only
-    store = memory_store()
-    retriever = filled(HybridRetriever(store, RetrievalConfig(mode=mode, candidates=1)))
-    for key in range(30):
-        store.put(NS, f"filler{key}", {"content": f"Filler note number {key} about nothing"})
-    retriever.invalidate(NS)
-    retriever.search(NS, "Boston marathon", limit=5)  # builds the lexical index
-
-    store.delete(NS, "run")
-    store.put(NS, "dog", {"content": "Adopted a kitten named Pixel"})
-    for search in (retriever.search, retriever.asearch):
-        found = search(NS, "Boston marathon puppy Biscuit", limit=5)
-        hits = await found if not isinstance(found, list) else found
-        assert "run" not in [h.key for h in hits]
-        assert all("Biscuit" not in str(h.value) for h in hits)
-    hits = {h.key: h for h in retriever.search(NS, "kitten Pixel", limit=40)}
-    assert "run" not in hits
-    assert hits["dog"].value["content"] == "Adopted a kitten named Pixel"
-    assert (hits["dog"].lexical_score or 0.0) > 0  # scored on the text it has now
-
-
-async def test_writes_made_by_plans_reach_the_index_without_invalidate() -> None:
-    from langgraph.store.base import PutOp
-
-    from langmem_plugin.services.store_steps import aexecute, execute
-
-    def write(key: str, value: dict[str, str] | None) -> Any:
-        yield [PutOp(NS, key, value)]
-
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
-    assert retriever.search(NS, "Luna") == []  # the index is built
-    execute(retriever.store, write("cat", {"content": "Has a cat called Luna"}))
-    assert [h.key for h in retriever.search(NS, "Luna")] == ["cat"]
-    await aexecute(retriever.store, write("cat", None))
-    assert retriever.search(NS, "Luna") == []
-
-
-def test_searches_and_plan_writes_from_other_threads_do_not_collide() -> None:
-    import threading
-
-    from langgraph.store.base import PutOp
-
-    from langmem_plugin.services.store_steps import execute
-
-    def write(key: str, value: dict[str, str] | None) -> Any:
-        yield [PutOp(NS, key, value)]
-
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical")))
-    retriever.search(NS, "Luna")
-    errors: list[BaseException] = []
-
-    def writer() -> None:
-        try:
-            for k in range(500):
-                execute(retriever.store, write(f"cat{k % 5}", {"content": f"Has a cat called Luna {k}"}))
-                execute(retriever.store, write(f"cat{k % 5}", None))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    while thread.is_alive():
-        for hit in retriever.search(NS, "cat called Luna", limit=5):
-            assert hit.value["content"].startswith("Has a cat called Luna")
-    thread.join()
-    assert errors == []
-    assert retriever.search(NS, "cat called Luna") == []
+@pytest.mark.parametrize("make", [memory_store, None])
+def test_bad_calls_are_typed_errors(make: Any) -> None:
+    with qdrant() as opened:
+        retriever = HybridRetriever(make() if make else opened)
+        with pytest.raises(ConfigurationError, match="query"):
+            retriever.search(NS, "   ")
+        with pytest.raises(ConfigurationError, match="limit"):
+            retriever.search(NS, "tea", limit=0)
+        with pytest.raises(ConfigurationError, match="namespace_prefix"):
+            retriever.search("users", "tea")  # type: ignore[arg-type]
 
 
 def test_a_pool_without_spread_still_lifts_its_members() -> None:
@@ -314,10 +270,9 @@ def test_a_pool_without_spread_still_lifts_its_members() -> None:
 
 
 def lifted_ranking(config: RetrievalConfig, docs: dict[str, dict[str, Any]], query: str) -> list[str]:
-    retriever = HybridRetriever(memory_store(), config)
-    for key, value in docs.items():
-        retriever.put(NS, key, value)
-    return [h.key for h in retriever.search(NS, query, limit=len(docs))]
+    with qdrant() as store:
+        retriever = HybridRetriever(fill(store, docs), config)
+        return [h.key for h in retriever.search(NS, query, limit=len(docs))]
 
 
 def test_a_memory_from_the_person_the_query_names_is_lifted() -> None:
@@ -381,18 +336,18 @@ class Recorded:
         return [self.amount if key == self.key else 0.0 for key in features]
 
 
-def test_a_lift_reads_each_item_once_and_adds_to_the_fused_scores_in_order() -> None:
+def test_a_lift_reads_each_candidate_and_adds_to_the_fused_scores_in_order(store: QdrantStore) -> None:
     first, second = Recorded("run", 5.0), Recorded("dog", 20.0)
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(lifts=(first, second))))
-    plain = {h.key: h.score for h in filled(HybridRetriever(memory_store())).search(NS, "tax deadline")}
+    fill(store, DOCS)
+    retriever = HybridRetriever(store, RetrievalConfig(lifts=(first, second)))
+    plain = {h.key: h.score for h in HybridRetriever(store).search(NS, "tax deadline")}
     hits = retriever.search(NS, "tax deadline")
-    retriever.search(NS, "green tea")
     assert [h.key for h in hits][:2] == ["dog", "run"]
     scores = {h.key: h.score for h in hits}
     assert scores["dog"] == pytest.approx(plain["dog"] + 20.0)
     assert scores["run"] == pytest.approx(plain["run"] + 5.0)
     assert scores["tax"] == pytest.approx(plain["tax"])
-    assert sorted(first.read) == sorted(DOCS)  # read once when indexed, not per search
+    assert sorted(first.read) == sorted(DOCS)  # each candidate of the search, once
     query, features, before = second.calls[0]
     assert query == "tax deadline"
     assert len(features) == len(before) == len(DOCS)
@@ -400,9 +355,9 @@ def test_a_lift_reads_each_item_once_and_adds_to_the_fused_scores_in_order() -> 
     assert before[features.index("run")] == pytest.approx(plain["run"] + 5.0)
 
 
-def test_lifts_apply_in_hybrid_mode_only() -> None:
+def test_lifts_apply_in_hybrid_mode_only(store: QdrantStore) -> None:
     lift = Recorded("dog", 20.0)
-    retriever = filled(HybridRetriever(memory_store(), RetrievalConfig(mode="lexical", lifts=(lift,))))
+    retriever = HybridRetriever(fill(store, DOCS), RetrievalConfig(mode="lexical", lifts=(lift,)))
     assert retriever.search(NS, "tax deadline")[0].key == "tax"
     assert lift.calls == []
 
@@ -430,8 +385,10 @@ def test_a_match_among_other_matches_of_its_group_is_lifted() -> None:
         },
     }
     query = "hiking in the alps"
-    plain = lifted_ranking(RetrievalConfig(), docs, query)
-    lifted = lifted_ranking(RetrievalConfig(group_field="metadata.session", group_weight=1.0), docs, query)
+    plain = lifted_ranking(RetrievalConfig(group_weight=0.0), docs, query)
+    lifted = lifted_ranking(
+        RetrievalConfig(group_fields=("metadata.session",), group_weight=1.0), docs, query
+    )
     assert plain.index("lone") < plain.index("mid")  # the same text: a tie, broken by key
     assert lifted.index("mid") < lifted.index("lone")  # "near" backs "mid" up
 

@@ -81,12 +81,15 @@ class Candidates:
         dense_query: the text that was embedded (the query without its background words).
         lexical_index: whether the store has a lexical index (False: the lexical signal is missing,
             not empty).
+        unscored: items a store with no search index at all listed for the query, unranked
+            (newest first); empty whenever either list has an item.
     """
 
     dense: list[SearchItem] = field(default_factory=list)
     lexical: list[SearchItem] = field(default_factory=list)
     dense_query: str = ""
     lexical_index: bool = True
+    unscored: list[SearchItem] = field(default_factory=list)
 
 
 @runtime_checkable

@@ -3,11 +3,12 @@
 One recall, as data:
 
 1. **query** — the last user message, plus the plan's goal when the state has a plan;
-2. **candidates** — one search per compartment (user and session memory; agent
-   knowledge when it does not fit whole), through :func:`search_candidates`;
+2. **candidates** — one hybrid search per compartment (user and session memory;
+   agent knowledge when it does not fit whole), all in one request to the store,
+   through :func:`search_candidates`: the store's dense and BM25 candidates fused
+   by score with the neighbour and session lifts (:mod:`.retrieval`);
 3. **rank** — ``relevance × w_relevance + priority × w_priority + recency × w_recency``,
-   with relevance the store's score divided by the best candidate's (so the blend
-   is the same whether a store scores by cosine or by fused ranks),
+   with relevance the fused score divided by the best candidate's,
    priority scaled from 1–10 to 0–1 and recency halving every
    ``recency_half_life_days``; candidates under ``min_relevance`` are dropped,
    duplicates (same id or same text) are merged, at most ``max_items`` are kept;
@@ -51,7 +52,7 @@ from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
 from langmem_plugin.services.plan_render import plan_prompt_lines
-from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.retrieval import RetrievalConfig, fused_search_steps
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -102,10 +103,12 @@ class RecallConfig:
         compartments: compartments searched for the memories section.
         knowledge: whether agent knowledge is recalled.
         max_items: the most memories and knowledge chunks injected (together).
-        min_relevance: candidates whose store score is below this are dropped (``None``: no
-            threshold). The scale is the store's own: cosine similarity for LangGraph's
-            InMemoryStore and dense search (0.2 suits MiniLM); a hybrid store that fuses
-            ranks with RRF scores at most ``2 / (k + 1)``, so give it ``None`` or a matching value.
+        min_relevance: the least relevance a candidate needs (``None``: no threshold). With
+            ``retrieval`` (the default) it is the cosine similarity a candidate that shares no
+            word with the query must reach (0.2 suits MiniLM). With ``retrieval=None`` it
+            applies to the store's own scores: cosine for LangGraph's InMemoryStore and dense
+            search; a store that fuses ranks with RRF scores at most ``2 / (k + 1)``, so give it
+            ``None`` or a matching value.
         candidates: how many candidates each compartment search returns.
         w_relevance: weight of the store's relevance score.
         w_priority: weight of the record's priority (1–10 scaled to 0–1).
@@ -121,9 +124,7 @@ class RecallConfig:
             count their reads.
         retrieval: how candidates are searched: a :class:`~langmem_plugin.services.retrieval.HybridRetriever`
             with this config (default: the store's dense and BM25 candidates fused by score, with
-            the neighbour and session lifts), or ``None`` for the store's own ``search``. The
-            fused scores are z-scores, so ``min_relevance`` applies only to ``None`` and to the
-            ``"dense"`` mode; ``max_items`` and the budgets bound what is injected.
+            the neighbour and session lifts), or ``None`` for the store's own ``search``.
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
@@ -160,10 +161,9 @@ class RecallConfig:
 
     @property
     def threshold(self) -> float | None:
-        """``min_relevance`` where the candidates' scores are similarities, else ``None``."""
-        if self.retrieval is not None and self.retrieval.mode != "dense":
-            return None
-        return self.min_relevance
+        """``min_relevance`` on the store's own scores (``retrieval=None``); else ``None``: the
+        fused search applies it to each candidate's dense similarity instead."""
+        return None if self.retrieval is not None else self.min_relevance
 
 
 @dataclass(frozen=True)
@@ -256,32 +256,45 @@ def search_candidates(
     query: str,
     *,
     limit: int,
-    retriever: HybridRetriever | None = None,
+    retrieval: RetrievalConfig | None = None,
+    min_similarity: float | None = None,
 ) -> StoreSteps[list[StoredMemory]]:
     """The candidate search of recall: one search per namespace, all in one request to the store.
 
-    This is the one place recall asks a store for candidates. Without a
-    ``retriever``, one store search per namespace, in one batch; scores are the
-    store's own (higher is better), or ``None`` when the store has no index. With
-    one, :meth:`HybridRetriever.batch_steps` over the namespaces: one candidate
-    request, the lists fused per namespace; scores are the fused scores.
+    This is the one place recall asks a store for candidates. With ``retrieval``,
+    :func:`~langmem_plugin.services.retrieval.fused_search_steps` over the namespaces:
+    one candidate request, the lists fused per namespace; scores are the fused
+    scores, and a candidate that shares no word with the query (no BM25 score) needs
+    a dense similarity of at least ``min_similarity``, so an unrelated memory is not
+    injected just for being the best of a poor lot. Without ``retrieval``, one store
+    search per namespace, in one batch; scores are the store's own (higher is
+    better), or ``None`` when the store has no index.
     """
     found: list[StoredMemory] = []
-    if retriever is None:
+    if retrieval is None:
         pages = yield [SearchOp(ns, query=query, limit=limit) for _, ns in searches]
         for (comp, ns), page in zip(searches, pages, strict=True):
             found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
         return found
-    pages_hits = yield from retriever.batch_steps([ns for _, ns in searches], query, limit=limit)
+    prefixes = [ns for _, ns in searches]
+    pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit)
     for (comp, ns), hits in zip(searches, pages_hits, strict=True):
         for hit in hits:
             if hit.namespace != ns:
+                continue
+            unscored = hit.dense_score is None and hit.lexical_score is None  # a store with no index
+            if (
+                min_similarity is not None
+                and not unscored
+                and hit.lexical_score is None
+                and (hit.dense_score is None or hit.dense_score < min_similarity)
+            ):
                 continue
             try:
                 record = MemoryRecord.from_value(hit.value)
             except InvalidRecordError:
                 continue
-            found.append(StoredMemory(hit.key, comp, ns, record, hit.score))
+            found.append(StoredMemory(hit.key, comp, ns, record, None if unscored else hit.score))
     return found
 
 
@@ -384,7 +397,6 @@ def recall_steps(
     run_memory: Sequence[Any] | None = None,
     query: str | None = None,
     now: datetime | None = None,
-    retriever: HybridRetriever | None = None,
 ) -> StoreSteps[Recall]:
     """Search, rank and fit what the model should see before it answers.
 
@@ -397,22 +409,11 @@ def recall_steps(
         run_memory: notes of the current run (always injected, newest kept first when over budget).
         query: use this query instead of the one taken from ``messages``.
         now: the time recency is measured from (tests).
-        retriever: the retriever that searches candidates when ``config.retrieval`` is set,
-            made for the store the plan runs against (``HybridRetriever(store, config.retrieval)``;
-            keep one per store so its lexical index is reused).
 
     Raises:
         ScopeError: the scope lacks an id a searched compartment needs.
-        ConfigurationError: ``config.retrieval`` is set and no ``retriever`` was given.
     """
     config = config or RecallConfig()
-    if config.retrieval is None:
-        retriever = None
-    elif retriever is None:
-        raise ConfigurationError(
-            "RecallConfig.retrieval is set but recall_steps got no retriever: pass "
-            "retriever=HybridRetriever(store, config.retrieval), or recall through Memory / RecallNode"
-        )
     now = now or utc_now()
     budgets = config.budgets
     query = query if query is not None else query_from_state(messages, plan)
@@ -447,7 +448,11 @@ def recall_steps(
     candidates: list[StoredMemory] = []
     if query and searches:
         candidates = yield from search_candidates(
-            searches, query, limit=config.candidates, retriever=retriever
+            searches,
+            query,
+            limit=config.candidates,
+            retrieval=config.retrieval,
+            min_similarity=config.min_relevance,
         )
     ranked = _rank(candidates, config, now)
 

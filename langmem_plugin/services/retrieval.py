@@ -54,7 +54,14 @@ from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.fusion import field_text, zscores
 from langmem_plugin.services.store_steps import CandidateSearch, StoreSteps, aexecute, execute
 
-__all__ = ["HybridRetriever", "Lift", "RetrievalConfig", "RetrievalMode", "RetrievedItem"]
+__all__ = [
+    "HybridRetriever",
+    "Lift",
+    "RetrievalConfig",
+    "RetrievalMode",
+    "RetrievedItem",
+    "fused_search_steps",
+]
 
 RetrievalMode = Literal["hybrid", "dense", "lexical"]
 _MODES: tuple[str, ...] = ("hybrid", "dense", "lexical")
@@ -290,28 +297,49 @@ class HybridRetriever:
         filter: dict[str, Any] | None = None,
     ) -> StoreSteps[list[list[RetrievedItem]]]:
         """One search of ``query`` under each prefix, as one candidate request; one list per prefix."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigurationError(f"limit must be a whole number of at least 1, got {limit!r}")
-        config = self.config
-        queries = tuple(
-            CandidateQuery(
-                _prefix(prefix),
-                query,
-                max(config.candidates, limit),
-                filter,
-                config.background_df,
-                config.background_min_docs,
-            )
-            for prefix in prefixes
+        found: list[list[RetrievedItem]] = yield from fused_search_steps(
+            self.config, prefixes, query, limit=limit, filter=filter
         )
-        if not queries:
-            return []
-        found: list[Candidates] = yield CandidateSearch(queries)
-        return [self._fused(query, candidates, limit) for candidates in found]
+        return found
 
-    # ------------------------------------------------------------------ the logic (no I/O)
 
-    def _fused(self, query: str, candidates: Candidates, limit: int) -> list[RetrievedItem]:
+def fused_search_steps(
+    config: RetrievalConfig,
+    prefixes: Sequence[Namespace],
+    query: str,
+    *,
+    limit: int = 10,
+    filter: dict[str, Any] | None = None,
+) -> StoreSteps[list[list[RetrievedItem]]]:
+    """Hybrid search of ``query`` under each prefix as store steps: one :class:`CandidateSearch`
+    request for all of them, each answer fused; one list per prefix, best first."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError(f"limit must be a whole number of at least 1, got {limit!r}")
+    queries = tuple(
+        CandidateQuery(
+            _prefix(prefix),
+            query,
+            max(config.candidates, limit),
+            filter,
+            config.background_df,
+            config.background_min_docs,
+        )
+        for prefix in prefixes
+    )
+    if not queries:
+        return []
+    found: list[Candidates] = yield CandidateSearch(queries)
+    fusion = _Fusion(config)
+    return [fusion.fused(query, candidates, limit) for candidates in found]
+
+
+class _Fusion:
+    """The fusion and the lifts of one :class:`RetrievalConfig` (no I/O)."""
+
+    def __init__(self, config: RetrievalConfig) -> None:
+        self.config = config
+
+    def fused(self, query: str, candidates: Candidates, limit: int) -> list[RetrievedItem]:
         mode = self.config.mode
         items: dict[_DocKey, SearchItem] = {}
         dense: dict[_DocKey, float] = {}
@@ -326,7 +354,11 @@ class HybridRetriever:
                 doc = _doc(item)
                 items.setdefault(doc, item)
                 lexical[doc] = float(item.score) if item.score is not None else 0.0
-        fused = self._fuse(dense, lexical, items, query)
+        if not items:  # a store without a search index: its listing, unranked, scored 0
+            return [
+                RetrievedItem(tuple(i.namespace), i.key, i.value, 0.0) for i in candidates.unscored[:limit]
+            ]
+        fused = self.fuse(dense, lexical, items, query)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
         return [
             RetrievedItem(
@@ -340,7 +372,7 @@ class HybridRetriever:
             for doc in order
         ]
 
-    def _fuse(
+    def fuse(
         self,
         dense: dict[_DocKey, float],
         lexical: dict[_DocKey, float],

@@ -78,13 +78,12 @@ def _search_ops(request: CandidateSearch) -> list[Op]:
 
 
 def _as_candidates(request: CandidateSearch, pages: list[Any]) -> list[Candidates]:
-    def scored(page: list[SearchItem]) -> list[SearchItem]:
-        return [item for item in page if item.score is not None]  # unscored: listed, not matched
-
-    return [
-        Candidates(dense=scored(page), lexical=[], dense_query=q.query, lexical_index=False)
-        for q, page in zip(request.queries, pages, strict=True)
-    ]
+    out = []
+    for q, page in zip(request.queries, pages, strict=True):
+        scored: list[SearchItem] = [item for item in page if item.score is not None]
+        unscored = [] if scored else list(page)  # a store with no search index only lists
+        out.append(Candidates(scored, [], q.query, lexical_index=False, unscored=unscored))
+    return out
 
 
 def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:

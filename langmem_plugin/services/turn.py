@@ -81,7 +81,6 @@ from langmem_plugin.services.recall import Recall, RecallConfig, query_from_stat
 from langmem_plugin.services.reflection import Reflector
 from langmem_plugin.services.remember import RememberConfig, episode_from_messages, remember_steps
 from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
-from langmem_plugin.services.retrieval import HybridRetriever
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.summary import (
     SummaryConfig,
@@ -215,23 +214,11 @@ class MemoryTurn:
         self.window = window
         self.model = model
         self.plan_config = plan
-        self._retrievers: dict[int, HybridRetriever] = {}
         self._lock = threading.Lock()
         self.reflector = reflector
         self._indexed: set[tuple[int, str | None, str | None]] = set()
 
     # -- recall -------------------------------------------------------------------------------
-
-    def retriever_for(self, store: BaseStore) -> HybridRetriever | None:
-        """The retriever recall searches ``store`` with: one per store, kept (``None`` without
-        ``recall.retrieval``), so its lexical index is built once."""
-        if self.recall_config.retrieval is None:
-            return None
-        with self._lock:
-            found = self._retrievers.get(id(store))
-            if found is None or found.store is not store:  # the retriever holds its store: ids stay unique
-                found = self._retrievers[id(store)] = HybridRetriever(store, self.recall_config.retrieval)
-            return found
 
     def recall_steps(
         self,
@@ -252,7 +239,6 @@ class MemoryTurn:
             plan=plan,
             run_memory=run_memory,
             query=query,
-            retriever=self.retriever_for(store),
         )
 
     def recall(self, scope: Scope, store: BaseStore, messages: Sequence[BaseMessage], **state: Any) -> Recall:

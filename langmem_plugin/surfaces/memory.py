@@ -115,12 +115,11 @@ class Memory:
         store: any LangGraph ``BaseStore``; ``None`` makes an in-process :func:`default_store`.
         embeddings: the embedder of the default store (ignored when ``store`` is given).
         layout: namespace templates and size limits of the compartments.
-        recall: search, rank and token budgets of recall. When not given, the default, with
-            no relevance threshold for a store whose scores are fused ranks or BM25 (see
-            :func:`scores_are_similarities`; set the store's own threshold there).
-            ``RecallConfig(retrieval=RetrievalConfig())`` searches with one
-            :class:`~langmem_plugin.services.retrieval.HybridRetriever` over :attr:`store`,
-            kept for the life of this ``Memory`` (:attr:`retriever`).
+        recall: search, rank and token budgets of recall (default :class:`RecallConfig`: the
+            store's dense and BM25 candidates fused, see :mod:`langmem_plugin.services.retrieval`).
+            With ``retrieval=None`` recall uses the store's own search; give a store whose
+            scores are fused ranks or BM25 (see :func:`scores_are_similarities`) its own
+            ``min_relevance`` then.
         remember: where episodes go, inline or background, retries.
         model: the chat model name whose tokenizer counts budgets and the window
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
@@ -169,8 +168,7 @@ class Memory:
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
         if recall is None:
-            threshold = RecallConfig().min_relevance if scores_are_similarities(self.store) else None
-            recall = RecallConfig(min_relevance=threshold)
+            recall = RecallConfig()
         recall_config = recall
         if recall_config.model is None and model is not None:
             recall_config = dataclasses.replace(recall_config, model=model)
@@ -196,7 +194,11 @@ class Memory:
             reflector=self.reflector,
         )
         self.writer = self.turn.writer
-        self.retriever: HybridRetriever | None = self.turn.retriever_for(self.store)
+        self.retriever: HybridRetriever | None = (
+            HybridRetriever(self.store, self.recall_config.retrieval)
+            if self.recall_config.retrieval
+            else None
+        )
         self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tuple(tools))
 
     def _extraction_config(self, extraction: ExtractionConfig | None) -> ExtractionConfig:
