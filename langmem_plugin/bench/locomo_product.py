@@ -86,7 +86,13 @@ def _memory(name: str, embeddings: Embeddings, directory: Path) -> Memory:
     from langmem_plugin import QdrantStore
 
     dims = getattr(embeddings, "dims", None) or len(embeddings.embed_query("dims"))
-    index: Any = {"dims": dims, "embed": embeddings, "fields": ["content"]}
+    # as docs/recall.md advises: BM25 also reads the turn before each episode
+    index: Any = {
+        "dims": dims,
+        "embed": embeddings,
+        "fields": ["content"],
+        "lexical_fields": ["metadata.context", "content"],
+    }
     return Memory(store=QdrantStore(path=directory, index=index), remember=remember)
 
 
