@@ -18,6 +18,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_steps
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.store_steps import CandidateSearch
 from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
@@ -85,7 +86,7 @@ async def test_tool_writes_are_recalled_as_they_are_now(retrieval: str, mode: st
     await _turn(graph, "Remember that my cat is called Zorblax.", "t1", mode)
     assert memory.store.get(USER_NS, ids["cat"]) is not None
     assert memory.retriever is not None
-    assert memory.turn.retriever_for(memory.store) is memory.retriever
+    assert memory.retriever.store is memory.store
 
     second = await _turn(graph, "What is my cat called? Zorblax?", "t2", mode)
     assert _recalled(second).get(ids["cat"]) == "The user's cat is called Zorblax"
@@ -136,31 +137,24 @@ async def test_writes_straight_into_the_store_are_never_recalled_stale(retrieval
         assert target not in [i.id for i in recall.items]
 
 
-def test_default_recall_is_the_fused_search_and_a_retriever_is_required_with_retrieval() -> None:
+def test_default_recall_is_the_fused_search_in_one_request_with_no_retriever_to_keep() -> None:
     assert isinstance(Memory(embeddings=FakeEmbeddings()).retriever, HybridRetriever)
     assert RecallConfig().retrieval == RetrievalConfig()
     assert Memory(embeddings=FakeEmbeddings(), recall=RecallConfig(retrieval=None)).retriever is None
-    plan = recall_steps(
-        Scope(user_id="u"),
-        MemoryLayout(),
-        [HumanMessage("hi")],
-        config=RecallConfig(retrieval=RetrievalConfig()),
-    )
-    with pytest.raises(ConfigurationError, match="retriever=HybridRetriever"):
-        next(plan)
     with pytest.raises(ConfigurationError, match="RetrievalConfig"):
         RecallConfig(retrieval="hybrid")  # type: ignore[arg-type]
-
-
-def test_one_retriever_per_store_is_kept_across_runs() -> None:
-    memory = _memory("hybrid")
-    node = memory.recall_node
-    assert node.turn.retriever_for(memory.store) is memory.retriever
-    other = Memory(embeddings=FakeEmbeddings()).store
-    made = node.turn.retriever_for(other)
-    assert isinstance(made, HybridRetriever)
-    assert made.store is other
-    assert node.turn.retriever_for(other) is made
+    steps = recall_steps(
+        Scope(user_id="u", thread_id="t"),
+        MemoryLayout(),
+        [HumanMessage("hi")],
+        config=RecallConfig(knowledge=False),
+    )
+    request = next(steps)  # user and session memory: one request, no retriever object needed
+    assert isinstance(request, CandidateSearch)
+    assert [q.namespace_prefix for q in request.queries] == [
+        ("memories", "user", "u"),
+        ("memories", "session", "t"),
+    ]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

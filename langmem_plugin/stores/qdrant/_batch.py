@@ -58,7 +58,7 @@ def run_batch(config: BatchConfig, ops: Sequence[Op], now: datetime) -> Steps[Ca
             raise InvalidValueError(f"ttl must be a positive number of minutes or None, got {op.ttl!r}")
     now_us = to_us(now)
     results: list[Result] = [None] * len(ops)
-    refresh = _Refresh()
+    refresh = Refresh()
 
     puts = final_puts((i, op) for i, op in enumerate(ops) if isinstance(op, PutOp))
     put_ids = {(ns, key): point_id(ns, key) for ns, key in puts}
@@ -103,7 +103,7 @@ def run_batch(config: BatchConfig, ops: Sequence[Op], now: datetime) -> Steps[Ca
 
 
 @dataclass
-class _Refresh:
+class Refresh:
     """Items read with ``refresh_ttl``: their TTL (minutes) by point id."""
 
     ttl_by_id: dict[str, float] = field(default_factory=dict)

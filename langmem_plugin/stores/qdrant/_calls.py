@@ -146,6 +146,13 @@ class Scroll:
 
 
 @dataclass(frozen=True, slots=True)
+class Count:
+    """How many points match ``filter``, exactly → ``int``."""
+
+    filter: Filter
+
+
+@dataclass(frozen=True, slots=True)
 class Facet:
     """Distinct values of a keyword field among points matching ``filter`` → ``list[str]``."""
 
@@ -171,5 +178,5 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
-EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet | Count
 Call = EngineCall | EmbedDocuments | EmbedQueries

@@ -61,6 +61,7 @@ from langmem_plugin.errors import (
 )
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry_of, uuid_key
 from langmem_plugin.stores.qdrant._calls import (
+    Count,
     Delete,
     EngineCall,
     Facet,
@@ -305,6 +306,8 @@ class EdgeEngine:
                 qe.FacetRequest(call.key, limit=call.limit, exact=True, filter=edge_filter(call.filter))
             )
             return [str(hit.value) for hit in response.hits]
+        if isinstance(call, Count):
+            return int(shard.count(qe.CountRequest(exact=True, filter=edge_filter(call.filter))))
         raise AssertionError(call)
 
     @contextmanager

@@ -59,6 +59,7 @@ from langmem_plugin.errors import (
     StoreError,
 )
 from langmem_plugin.stores.qdrant._calls import (
+    Count,
     Delete,
     EngineCall,
     Facet,
@@ -362,6 +363,9 @@ class ClientEngine:
                 "exact": True,
             }
             return "facet", kwargs, lambda response: [str(h.value) for h in response.hits]
+        if isinstance(call, Count):
+            kwargs = {"collection_name": name, "count_filter": _filter(call.filter), "exact": True}
+            return "count", kwargs, lambda response: int(response.count)
         raise AssertionError(call)
 
     def _point(self, p: PointData) -> models.PointStruct:

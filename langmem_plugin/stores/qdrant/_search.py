@@ -20,7 +20,7 @@ from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import Filter, Match, Range, live, native
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
 
-__all__ = ["search"]
+__all__ = ["fetch_ranked", "search"]
 
 _ALL = 1_000_000  # "every match" for a query whose filter already bounds the result
 
@@ -74,6 +74,14 @@ def search(
     ranked: list[tuple[Hit, float | None]] = [(h, h.score) for h in scored] + [(h, None) for h in unscored]
     page = ranked[offset:need]
     return [search_item_of(h.payload, s) for h, s in page], [h for h, _ in page]
+
+
+def fetch_ranked(
+    base: Filter, rank: Nearest, need: int, check: Callable[[Hit], bool]
+) -> Steps[Call, list[Hit]]:
+    """The best ``need`` hits by ``rank`` among points matching ``base`` that pass ``check``."""
+    hits, _ = yield from _fetch(lambda n: Query(base, rank, n), need, check, _score)
+    return hits[:need]
 
 
 def _fetch(

@@ -6,7 +6,7 @@ import asyncio
 import copy
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,6 +16,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
+from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import TTLSweeper
@@ -23,6 +24,7 @@ from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores._validation import CheckedStore, validate_namespace
 from langmem_plugin.stores.qdrant._batch import run_batch
 from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
+from langmem_plugin.stores.qdrant._candidates import run_candidates
 from langmem_plugin.stores.qdrant._config import (
     QdrantIndexConfig,
     QdrantOptions,
@@ -33,6 +35,7 @@ from langmem_plugin.stores.qdrant._config import (
 )
 from langmem_plugin.stores.qdrant._edge import EdgeEngine
 from langmem_plugin.stores.qdrant._engine import Engine
+from langmem_plugin.stores.qdrant._layout import to_us
 from langmem_plugin.stores.qdrant._maintenance import run_export_page, run_import, run_sweep
 from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries
 
@@ -286,6 +289,22 @@ class QdrantStore(CheckedStore):
         """:meth:`batch` with native async I/O."""
         await self.asetup()
         return await arun_steps(run_batch(self._config, list(ops), self._clock()), self._ado)
+
+    def search_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
+        """The dense and the BM25 top-N of each query, raw and unfused (see ``core.candidates``).
+
+        What :class:`~langmem_plugin.services.retrieval.HybridRetriever` (and so recall) fuses.
+        Per query: a count and one capped probe per query word for the background words
+        (with embeddings), one embedding request for all queries, one dense and one BM25 query.
+        """
+        self.setup()
+        return run_steps(run_candidates(self._config, list(queries), to_us(self._clock())), self._do)
+
+    async def asearch_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
+        """:meth:`search_candidates` with native async I/O."""
+        await self.asetup()
+        steps = run_candidates(self._config, list(queries), to_us(self._clock()))
+        return await arun_steps(steps, self._ado)
 
     # ------------------------------------------------------------------ export and import
 

@@ -1,0 +1,121 @@
+"""The steps of ``search_candidates``: the dense and the BM25 top-N of each query, raw and unfused.
+
+Per query, against the engine:
+
+1. with embeddings and ``background_df`` set: one ``Count`` of the searched items
+   that have a search vector, then — when there are at least ``background_min_docs``
+   of them — one BM25 probe per query term, asking for at most
+   ``ceil(background_df × total)`` ids. A probe that fills its limit marks a
+   background word (the count it returns is capped at the threshold, which is all
+   the rule needs), so no probe reads more than the threshold's worth of ids and
+   nothing reads the namespace;
+2. one embedding request for the dense texts of every query of the call;
+3. a dense query and a BM25 query of ``limit`` hits each, with expiry and the
+   exact filter re-checked on every hit (topped up until ``limit`` pass, as
+   ``search`` does).
+
+The hits are the items as stored, scored by the engine: cosine for the dense
+list (a multi-vector item scores its best vector), BM25 for the lexical one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from langgraph.store.base import SearchItem, SearchOp
+
+from langmem_plugin.core.candidates import CandidateQuery, Candidates, background_terms, without_background
+from langmem_plugin.core.lexical import SparseVector
+from langmem_plugin.core.steps import Steps
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.stores._common import Condition, parse_filter
+from langmem_plugin.stores._validation import validate_op
+from langmem_plugin.stores.qdrant._batch import Refresh
+from langmem_plugin.stores.qdrant._calls import Call, Count, EmbedQueries, Hit, Nearest, Query
+from langmem_plugin.stores.qdrant._config import BatchConfig
+from langmem_plugin.stores.qdrant._filters import Filter, Match, live, native
+from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
+from langmem_plugin.stores.qdrant._search import fetch_ranked
+from langmem_plugin.stores.qdrant._writes import checked
+
+__all__ = ["run_candidates"]
+
+
+def run_candidates(
+    config: BatchConfig, queries: Sequence[CandidateQuery], now_us: int
+) -> Steps[Call, list[Candidates]]:
+    """The steps of one ``search_candidates`` call: one :class:`Candidates` per query, in order."""
+    for q in queries:
+        if not isinstance(q, CandidateQuery):
+            raise ConfigurationError(f"search_candidates takes CandidateQuery objects, got {q!r}")
+        validate_op(SearchOp(q.namespace_prefix, q.filter, q.limit, 0, q.query))
+    refresh = Refresh()
+    plans = []
+    for q in queries:
+        conditions = parse_filter(q.filter)
+        base = Filter(live(now_us, q.namespace_prefix).must[:-1]).and_(*native(conditions))
+        dense_text = q.query
+        if config.dims is not None:
+            dense_text = yield from _without_background(config, q, base.and_(Match("indexed", 1)))
+        plans.append((q, conditions, base, dense_text))
+
+    vectors: dict[str, list[float]] = {}
+    if config.dims is not None:
+        texts = tuple(dict.fromkeys(text for _, _, _, text in plans))
+        embedded: list[list[float]] = yield EmbedQueries(texts)
+        vectors = dict(zip(texts, (checked(config, v) for v in embedded), strict=True))
+
+    out: list[Candidates] = []
+    for q, conditions, base, dense_text in plans:
+
+        def check(hit: Hit, conditions: list[Condition] = conditions) -> bool:
+            if int(hit.payload["expires_us"]) <= now_us:
+                return False
+            value = hit.payload["value"]
+            return all(c.matches(value) for c in conditions)
+
+        dense: list[Hit] = []
+        if config.dims is not None:
+            rank = Nearest(DENSE, [vectors[dense_text]])
+            dense = yield from fetch_ranked(base, rank, q.limit, check)
+        lexical: list[Hit] = []
+        sparse = config.encoder.encode_query(q.query)
+        if sparse:
+            lexical = yield from fetch_ranked(base, Nearest(SPARSE, sparse), q.limit, check)
+        if config.ttl.refresh(None):
+            for hit in (*dense, *lexical):
+                refresh.add(hit)
+        out.append(
+            Candidates(
+                dense=_items(dense),
+                lexical=_items(lexical),
+                dense_query=dense_text,
+                lexical_index=True,
+            )
+        )
+    yield from refresh.calls(now_us)
+    return out
+
+
+def _items(hits: list[Hit]) -> list[SearchItem]:
+    ranked = sorted(hits, key=lambda h: (-(h.score or 0.0), *tiebreak(h.payload)))
+    return [search_item_of(h.payload, h.score) for h in ranked]
+
+
+def _without_background(config: BatchConfig, q: CandidateQuery, indexed: Filter) -> Steps[Call, str]:
+    """The query without its background words, found by a count and one capped probe per term."""
+    if q.background_df is None:
+        return q.query
+    total: int = yield Count(indexed)
+    if total < q.background_min_docs:
+        return q.query
+    cap = max(1, math.ceil(q.background_df * total))
+    freq: dict[int, int] = {}
+    for term in background_terms(q.query, config.encoder):
+        probe = SparseVector((term,), (1.0,))
+        hits: list[Hit] = yield Query(indexed, Nearest(SPARSE, probe), cap)
+        freq[term] = len(hits)
+    return without_background(
+        q.query, config.encoder, freq.get, total, q.background_df, q.background_min_docs
+    )
