@@ -254,7 +254,7 @@ def test_bad_calls_are_typed_errors(make: Any) -> None:
         with pytest.raises(ConfigurationError, match="limit"):
             retriever.search(NS, "tea", limit=0)
         with pytest.raises(ConfigurationError, match="namespace_prefix"):
-            retriever.search("users", "tea")  # type: ignore[arg-type]
+            retriever.search("users", "tea")
 
 
 def test_a_pool_without_spread_still_lifts_its_members() -> None:

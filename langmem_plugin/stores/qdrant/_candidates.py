@@ -4,11 +4,13 @@ Per query, against the engine:
 
 1. with embeddings and ``background_df`` set: one ``Count`` of the searched items
    that have a search vector, then — when there are at least ``background_min_docs``
-   of them — one BM25 probe per query term, asking for at most
+   of them — one BM25 probe per query term not decided recently, asking for at most
    ``ceil(background_df × total)`` ids. A probe that fills its limit marks a
    background word (the count it returns is capped at the threshold, which is all
    the rule needs), so no probe reads more than the threshold's worth of ids and
-   nothing reads the namespace;
+   nothing reads the namespace. A term's verdict is kept (:class:`TermVerdicts`)
+   while the searched items number within 5% of the count it was taken at: a
+   word's share of the items cannot move much before that;
 2. one embedding request for the dense texts of every query of the call;
 3. a dense query and a BM25 query of ``limit`` hits each, with expiry and the
    exact filter re-checked on every hit (topped up until ``limit`` pass, as
@@ -20,7 +22,9 @@ list (a multi-vector item scores its best vector), BM25 for the lexical one.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 from collections.abc import Sequence
 
 from langgraph.store.base import SearchItem, SearchOp
@@ -39,11 +43,35 @@ from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, 
 from langmem_plugin.stores.qdrant._search import fetch_ranked
 from langmem_plugin.stores.qdrant._writes import checked
 
-__all__ = ["run_candidates"]
+__all__ = ["TermVerdicts", "run_candidates"]
+
+_DRIFT = 0.05  # a verdict holds while the searched items number within this share of its count
+_MAX_VERDICTS = 50_000
+
+
+class TermVerdicts:
+    """Whether a query term is background under a prefix and filter, as last probed (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[str, int], tuple[bool, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, scope: str, term: int, total: int) -> bool | None:
+        with self._lock:
+            found = self._verdicts.get((scope, term))
+        if found is None or abs(total - found[1]) > _DRIFT * found[1]:
+            return None
+        return found[0]
+
+    def put(self, scope: str, term: int, total: int, background: bool) -> None:
+        with self._lock:
+            if len(self._verdicts) >= _MAX_VERDICTS:
+                self._verdicts.clear()
+            self._verdicts[(scope, term)] = (background, total)
 
 
 def run_candidates(
-    config: BatchConfig, queries: Sequence[CandidateQuery], now_us: int
+    config: BatchConfig, queries: Sequence[CandidateQuery], now_us: int, verdicts: TermVerdicts
 ) -> Steps[Call, list[Candidates]]:
     """The steps of one ``search_candidates`` call: one :class:`Candidates` per query, in order."""
     for q in queries:
@@ -57,7 +85,7 @@ def run_candidates(
         base = Filter(live(now_us, q.namespace_prefix).must[:-1]).and_(*native(conditions))
         dense_text = q.query
         if config.dims is not None:
-            dense_text = yield from _without_background(config, q, base.and_(Match("indexed", 1)))
+            dense_text = yield from _without_background(config, q, base.and_(Match("indexed", 1)), verdicts)
         plans.append((q, conditions, base, dense_text))
 
     vectors: dict[str, list[float]] = {}
@@ -103,7 +131,9 @@ def _items(hits: list[Hit]) -> list[SearchItem]:
     return [search_item_of(h.payload, h.score) for h in ranked]
 
 
-def _without_background(config: BatchConfig, q: CandidateQuery, indexed: Filter) -> Steps[Call, str]:
+def _without_background(
+    config: BatchConfig, q: CandidateQuery, indexed: Filter, verdicts: TermVerdicts
+) -> Steps[Call, str]:
     """The query without its background words, found by a count and one capped probe per term."""
     if q.background_df is None:
         return q.query
@@ -111,11 +141,14 @@ def _without_background(config: BatchConfig, q: CandidateQuery, indexed: Filter)
     if total < q.background_min_docs:
         return q.query
     cap = max(1, math.ceil(q.background_df * total))
+    scope = json.dumps([q.namespace_prefix, q.filter, q.background_df], sort_keys=True, default=str)
     freq: dict[int, int] = {}
     for term in background_terms(q.query, config.encoder):
-        probe = SparseVector((term,), (1.0,))
-        hits: list[Hit] = yield Query(indexed, Nearest(SPARSE, probe), cap)
-        freq[term] = len(hits)
-    return without_background(
-        q.query, config.encoder, freq.get, total, q.background_df, q.background_min_docs
-    )
+        background = verdicts.get(scope, term, total)
+        if background is None:
+            hits: list[Hit] = yield Query(indexed, Nearest(SPARSE, SparseVector((term,), (1.0,))), cap)
+            background = len(hits) >= cap
+            verdicts.put(scope, term, total, background)
+        freq[term] = total if background else 0
+    threshold, min_docs = q.background_df, q.background_min_docs
+    return without_background(q.query, config.encoder, freq.get, total, threshold, min_docs)

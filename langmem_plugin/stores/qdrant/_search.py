@@ -79,9 +79,18 @@ def search(
 def fetch_ranked(
     base: Filter, rank: Nearest, need: int, check: Callable[[Hit], bool]
 ) -> Steps[Call, list[Hit]]:
-    """The best ``need`` hits by ``rank`` among points matching ``base`` that pass ``check``."""
-    hits, _ = yield from _fetch(lambda n: Query(base, rank, n), need, check, _score)
-    return hits[:need]
+    """The best ``need`` hits by ``rank`` among points matching ``base`` that pass ``check``.
+
+    Unlike a search page, ties at the cut are not completed (no page follows): one engine
+    query, and more only when some hits fail ``check``.
+    """
+    fetch = need
+    while True:
+        hits: list[Hit] = yield Query(base, rank, fetch)
+        kept = [h for h in hits if check(h)]
+        if len(kept) >= need or len(hits) < fetch:
+            return kept[:need]
+        fetch *= 2
 
 
 def _fetch(

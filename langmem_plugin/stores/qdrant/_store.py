@@ -24,7 +24,7 @@ from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores._validation import CheckedStore, validate_namespace
 from langmem_plugin.stores.qdrant._batch import run_batch
 from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
-from langmem_plugin.stores.qdrant._candidates import run_candidates
+from langmem_plugin.stores.qdrant._candidates import TermVerdicts, run_candidates
 from langmem_plugin.stores.qdrant._config import (
     QdrantIndexConfig,
     QdrantOptions,
@@ -147,6 +147,7 @@ class QdrantStore(CheckedStore):
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self._config, self._embeddings = batch_config(index, search, ttl)
+        self._verdicts = TermVerdicts()  # shared with views: same data
         knobs = tuning(options)
         self._clock = knobs.clock
         self._engine: Engine
@@ -298,12 +299,13 @@ class QdrantStore(CheckedStore):
         (with embeddings), one embedding request for all queries, one dense and one BM25 query.
         """
         self.setup()
-        return run_steps(run_candidates(self._config, list(queries), to_us(self._clock())), self._do)
+        steps = run_candidates(self._config, list(queries), to_us(self._clock()), self._verdicts)
+        return run_steps(steps, self._do)
 
     async def asearch_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
         """:meth:`search_candidates` with native async I/O."""
         await self.asetup()
-        steps = run_candidates(self._config, list(queries), to_us(self._clock()))
+        steps = run_candidates(self._config, list(queries), to_us(self._clock()), self._verdicts)
         return await arun_steps(steps, self._ado)
 
     # ------------------------------------------------------------------ export and import
