@@ -243,14 +243,15 @@ def test_missing_agents_extra_names_the_pip_line(monkeypatch: pytest.MonkeyPatch
         _memory().middleware()
 
 
-def test_memory_over_qdrant_store_needs_no_cosine_threshold() -> None:
+def test_memory_over_qdrant_store_applies_its_cosine_floor_to_the_dense_list_only() -> None:
     from langmem_plugin.stores.qdrant import QdrantStore
     from langmem_plugin.surfaces.memory import scores_are_similarities
 
     with QdrantStore(":memory:", index={"dims": 256, "embed": FakeEmbeddings()}) as store:
         memory = Memory(store)
-        assert not scores_are_similarities(store)
-        assert memory.recall_config.min_relevance is None
+        assert not scores_are_similarities(store)  # its own search fuses: no fixed threshold there
+        assert memory.recall_config.threshold is None  # recall fuses the candidates itself
+        assert memory.recall_config.min_relevance == 0.2  # the floor of a candidate BM25 did not find
         model = ScriptedChatModel(_preference_script())
         builder = StateGraph(MemoryState)
         memory.add_to(builder, model)

@@ -2,8 +2,8 @@
 
 Benchmark code, written over the product's one extension point,
 :class:`~langmem_plugin.services.retrieval.Lift` (``RetrievalConfig(lifts=(...))``).
-Each lift reads what it needs from a stored memory once, when the retriever
-indexes it, and adds to the fused score of the candidates of each hybrid search,
+Each lift reads what it needs from each candidate of a hybrid search and adds
+to its fused score,
 in the fused score's units (standard deviations of the signals):
 
 - :class:`MentionLift`: a memory from or about someone the query names (the
@@ -18,10 +18,9 @@ in the fused score's units (standard deviations of the signals):
 >>> from langmem_plugin.testing import FakeEmbeddings
 >>> store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
 >>> config = RetrievalConfig(lifts=(MentionLift("metadata.speaker", weight=2.0),))
->>> retriever = HybridRetriever(store, config)
->>> retriever.put(("c",), "ann", {"content": "I adopted a puppy last week", "metadata": {"speaker": "Ann"}})
->>> retriever.put(("c",), "bob", {"content": "I adopted a puppy", "metadata": {"speaker": "Bob"}})
->>> [hit.key for hit in retriever.search(("c",), "When did Ann adopt a puppy?")]
+>>> store.put(("c",), "ann", {"content": "I adopted a puppy last week", "metadata": {"speaker": "Ann"}})
+>>> store.put(("c",), "bob", {"content": "I adopted a puppy", "metadata": {"speaker": "Bob"}})
+>>> [hit.key for hit in HybridRetriever(store, config).search(("c",), "When did Ann adopt a puppy?")]
 ['ann', 'bob']
 """
 
