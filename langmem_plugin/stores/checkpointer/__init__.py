@@ -49,9 +49,11 @@ Filters follow the store contract (the same for every store of the package). Wit
 query: ``"semantic"`` (cosine over the ``IndexConfig`` embeddings, the default
 when ``index`` is given), ``"lexical"`` (BM25, the default without ``index``:
 over every string of the value) or ``"hybrid"`` (reciprocal-rank fusion of
-both) — ``index={"mode": ...}``. Items that have no score (``index=False`` on
-put, or no shared term for BM25) come after the scored ones with
-``score=None``. The indexes are in process: exact (brute-force) vector search
+both) — ``index={"mode": ...}``; ``index={"lexical_fields": [...]}`` chooses what BM25
+reads. Items that have no score (``index=False`` on put, or no shared term for BM25)
+come after the scored ones with ``score=None``. For a hybrid search fused by the
+caller, :meth:`CheckpointerStore.search_candidates` answers the raw dense and BM25
+lists (``langmem_plugin.core.candidates``). The indexes are in process: exact (brute-force) vector search
 over a numpy matrix and an inverted BM25 index, rebuilt by folding the whole
 log on open: search time and memory grow with the number of items, and
 reopening reads the whole log (``langmem-plugin bench checkpointer --scale``

@@ -1,5 +1,8 @@
 """A batch of store ops as steps: load the log, embed, read, prepare the records, write the checkpoints.
 
+Also the candidate lists of a hybrid search (:meth:`CheckpointerLogic.candidates`), as steps
+of the same shape: read, embed, read, write the TTL refreshes.
+
 Pure: nothing here does I/O. Each method that needs the saver or the
 embeddings is *steps* (``langmem_plugin.core.steps``): it yields a request
 from ``_log`` and receives its result; ``_store`` drives the steps with a
@@ -12,7 +15,7 @@ import gc
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, cast
@@ -21,6 +24,7 @@ import numpy as np
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
+from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.stores._common import (
     Clock,
@@ -33,7 +37,7 @@ from langmem_plugin.stores._validation import final_puts, validate_namespace, va
 from langmem_plugin.stores.checkpointer._entries import Entry, Mode
 from langmem_plugin.stores.checkpointer._log import (
     Embed,
-    EmbedQuery,
+    EmbedQueries,
     ListCheckpoints,
     PutCheckpoint,
     Request,
@@ -57,7 +61,7 @@ class CheckpointerLogic:
 
     Args:
         name: the store's name among the saver's threads.
-        mode, dims, fields: the search settings (validated by the store).
+        mode, dims, fields, lexical_fields: the search settings (validated by the store).
         ttl: the TTL settings.
         clock: returns the current time (timezone-aware UTC).
         on_load: called once the log has been read (the store starts its TTL sweeper).
@@ -70,6 +74,7 @@ class CheckpointerLogic:
         mode: Mode,
         dims: int | None,
         fields: list[str] | None,
+        lexical_fields: list[str] | None,
         ttl: TTLSettings,
         clock: Clock,
         on_load: Callable[[], None],
@@ -78,6 +83,7 @@ class CheckpointerLogic:
         self.mode: Mode = mode
         self.dims = dims
         self.fields = fields
+        self.lexical_fields = lexical_fields
         self.ttl = ttl
         self.clock = clock
         self.lock = threading.Lock()
@@ -95,7 +101,9 @@ class CheckpointerLogic:
         """Read the registry and every namespace thread, fold them, build the indexes (once)."""
         if self.state is not None:
             return
-        state = StoreState(mode=self.mode, dims=self.dims, fields=self.fields)
+        state = StoreState(
+            mode=self.mode, dims=self.dims, fields=self.fields, lexical_fields=self.lexical_fields
+        )
         registry = yield ListCheckpoints(thread_config(registry_thread(self.name)))
         namespaces: set[tuple[str, ...]] = set()
         for saved in cast(list[CheckpointTuple], registry):
@@ -167,10 +175,12 @@ class CheckpointerLogic:
         flat = [t for group in texts for t in group]
         doc_vectors = np.asarray((yield Embed(flat)), dtype=np.float32) if flat else None
         query_vectors: dict[int, np.ndarray] = {}
-        if state.vectors is not None:
-            for i, op in enumerate(ops):
-                if isinstance(op, SearchOp) and op.query:
-                    query_vectors[i] = np.asarray((yield EmbedQuery(op.query)), dtype=np.float32)
+        searches = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
+        if state.vectors is not None and searches:
+            embedded = yield EmbedQueries(list(searches.values()))
+            query_vectors = {
+                i: np.asarray(v, dtype=np.float32) for i, v in zip(searches, embedded, strict=True)
+            }
         with self.lock:
             now = self.clock()
             results, refreshes = self._read(state, ops, query_vectors, now)
@@ -220,8 +230,13 @@ class CheckpointerLogic:
                 results.append(apply_list_namespaces(state.live_namespaces(now), op))
             else:
                 results.append(None)
+        return results, self._refreshes(refresh.values(), now)
+
+    @staticmethod
+    def _refreshes(entries: Iterable[Entry], now: datetime) -> list[Write]:
+        """The TTL refreshes of the entries a read returned (those whose expiry moves enough)."""
         writes = []
-        for entry in refresh.values():
+        for entry in entries:
             if entry.ttl is None or entry.expires_at is None:
                 continue
             new_expiry = expiry(now, entry.ttl)
@@ -235,7 +250,61 @@ class CheckpointerLogic:
                     {"op": "refresh", "of": entry.checkpoint_id, "expires_at": new_expiry.isoformat()},
                 )
             )
-        return results, writes
+        return writes
+
+    # ------------------------------------------------------------------ candidate lists
+
+    def candidates(self, queries: list[CandidateQuery]) -> Steps[Request, list[Candidates]]:
+        """One :class:`Candidates` per query: the dense and the BM25 top ``limit``, raw scores, unfused.
+
+        Select each query's items and read its dense query (background words dropped, exact
+        document frequencies over those items), embed the dense queries in one request (no lock
+        held), then rank under the lock at a fresh time — selecting again only if a write landed
+        meanwhile — and write the TTL refreshes of what was returned (as a search does).
+        """
+        for q in queries:
+            validate_op(SearchOp(q.namespace_prefix, q.filter, q.limit, 0, q.query))
+        if not queries:
+            return []
+        yield from self.load()
+        state = self.require_state()
+        matches = [compile_filter(q.filter) if q.filter else None for q in queries]
+
+        def select(now: datetime) -> list[np.ndarray]:
+            return [
+                state.select(tuple(q.namespace_prefix), m, now) for q, m in zip(queries, matches, strict=True)
+            ]
+
+        with self.lock:
+            selected = select(self.clock())
+            texts = [state.dense_query(slots, q) for slots, q in zip(selected, queries, strict=True)]
+            writes_seen = state.writes
+        vectors: list[np.ndarray | None] = [None] * len(queries)
+        if state.vectors is not None:
+            embedded = yield EmbedQueries(texts)
+            vectors = [np.asarray(v, dtype=np.float32) for v in embedded]
+        answers: list[Candidates] = []
+        refresh: dict[tuple[tuple[str, ...], str], Entry] = {}
+        with self.lock:
+            now = self.clock()
+            if state.writes != writes_seen:
+                selected = select(now)
+            for q, slots, text, vector in zip(queries, selected, texts, vectors, strict=True):
+                slots = state.still_live(slots, now)
+                dense, lexical = state.candidates(slots, q, vector)
+                answers.append(
+                    Candidates(
+                        dense=[e.search_item(score) for e, score in dense],
+                        lexical=[e.search_item(score) for e, score in lexical],
+                        dense_query=text,
+                        lexical_index=state.lexical is not None,
+                    )
+                )
+                if self.ttl.refresh(None):
+                    refresh.update(((e.namespace, e.key), e) for e, _ in (*dense, *lexical))
+            writes = self._refreshes(refresh.values(), now)
+        yield from self.write(state, writes)
+        return answers
 
     def prepare_put(
         self,

@@ -20,7 +20,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 __all__ = [
     "Embed",
-    "EmbedQuery",
+    "EmbedQueries",
     "GetCheckpoint",
     "ListCheckpoints",
     "PutCheckpoint",
@@ -131,13 +131,13 @@ class Embed:
 
 
 @dataclass(frozen=True, slots=True)
-class EmbedQuery:
-    """Embed a search query (``Embeddings.embed_query``)."""
+class EmbedQueries:
+    """Embed search queries (``Embeddings.embed_query`` each): every query of a batch in one request."""
 
-    text: str
+    texts: list[str]
 
 
-Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQuery
+Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQueries
 
 
 def checkpoint_request(thread: str, channels: dict[str, Any], ts: str, parent: str | None) -> PutCheckpoint:

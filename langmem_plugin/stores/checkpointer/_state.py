@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from langmem_plugin.core.candidates import CandidateQuery, background_terms, without_background
 from langmem_plugin.core.lexical import BM25Index
 from langmem_plugin.stores._common import index_texts, namespace_matches
 from langmem_plugin.stores.checkpointer._entries import (
@@ -29,7 +30,27 @@ from langmem_plugin.stores.checkpointer._entries import (
 from langmem_plugin.stores.checkpointer._log import parse_time
 from langmem_plugin.stores.checkpointer._vectors import VectorIndex, rrf, top_indices
 
-__all__ = ["StoreState"]
+__all__ = ["SlotBM25Index", "StoreState"]
+
+Ranked = list[tuple[Entry, float]]
+
+
+class SlotBM25Index(BM25Index):
+    """The BM25 index of a store's items, keyed by slot, that also counts within a set of slots."""
+
+    def doc_freqs(self, terms: Sequence[int], slots: np.ndarray, n_slots: int) -> tuple[int, dict[int, int]]:
+        """How many of ``slots`` are indexed, and how many of them hold each of ``terms``."""
+        chosen = np.zeros(n_slots, dtype=bool)
+        chosen[slots] = True
+        with self._lock:
+            indexed = np.fromiter(self._docs, dtype=np.intp, count=len(self._docs))
+            freqs = {}
+            for term in terms:
+                posting = self._postings.get(term)
+                if posting:
+                    held = np.fromiter(posting, dtype=np.intp, count=len(posting))
+                    freqs[term] = int(np.count_nonzero(chosen[held]))
+        return int(np.count_nonzero(chosen[indexed])), freqs
 
 
 class StoreState:
@@ -42,15 +63,24 @@ class StoreState:
     that such a search stops as soon as it has a page.
     """
 
-    def __init__(self, *, mode: Mode, dims: int | None, fields: list[str] | None) -> None:
+    def __init__(
+        self,
+        *,
+        mode: Mode,
+        dims: int | None,
+        fields: list[str] | None,
+        lexical_fields: list[str] | None = None,
+    ) -> None:
         self.mode = mode
         self.fields = fields
+        self.lexical_fields = lexical_fields
         self.items: dict[tuple[str, ...], dict[str, Entry]] = {}
         self.versions: dict[tuple[tuple[str, ...], str], list[VersionRef]] = {}
         self.registered: set[tuple[str, ...]] = set()
         self.heads: dict[str, str] = {}  # thread -> newest checkpoint id written (the parent of the next)
+        self.writes = 0  # records applied so far: a selection of slots holds while this has not moved
         self.vectors = VectorIndex(dims) if dims and mode != "lexical" else None
-        self.lexical = BM25Index() if mode != "semantic" else None
+        self.lexical = SlotBM25Index() if mode != "semantic" else None
         self._slots: dict[tuple[tuple[str, ...], str], int] = {}
         self._by_slot: dict[int, Entry] = {}
         self._free_slots: list[int] = []
@@ -72,6 +102,12 @@ class StoreState:
         if index is None:
             return self.fields
         return list(index)
+
+    def lexical_fields_for(self, index: IndexArg) -> list[str] | None:
+        """The field paths BM25 reads of an item put with ``index``: ``lexical_fields`` when set."""
+        if index is False or self.lexical_fields is None:
+            return self.fields_for(index)
+        return self.lexical_fields
 
     def texts_for(self, value: Mapping[str, Any], index: IndexArg) -> list[str]:
         """The texts to embed for an item (empty when it has no vectors)."""
@@ -109,7 +145,7 @@ class StoreState:
         if previous is not None:
             self._order_remove(previous)
         bisect.insort(self._order, (-entry.updated_ts, entry.namespace, entry.key))
-        fields = self.fields_for(entry.index)
+        fields = self.lexical_fields_for(entry.index)
         if self.vectors is not None:
             if vectors is not None and len(vectors):
                 if self._vector_batch is not None:
@@ -172,7 +208,7 @@ class StoreState:
             self.vectors.set_many(slots, groups)
         if self.lexical is not None:
             for e in entries:
-                fields = self.fields_for(e.index)
+                fields = self.lexical_fields_for(e.index)
                 if fields != []:
                     self.lexical.add(e.slot, lexical_text(e.value, fields))
         self._pending_vectors.clear()
@@ -212,9 +248,9 @@ class StoreState:
         wanted = offset + limit
         if wanted <= 0:
             return []
-        spaces = [ns for ns in self.items if not prefix or namespace_matches(ns, prefix=prefix)]
-        size = sum(len(self.items[ns]) for ns in spaces)
         if not query:
+            spaces = self._spaces(prefix)
+            size = sum(len(self.items[ns]) for ns in spaces)
             if size * 8 < len(self._order):  # a narrow prefix: gather its items
                 found = [
                     e
@@ -236,29 +272,9 @@ class StoreState:
                     if len(page) == wanted:
                         break
             return [(e, None) for e in page[offset:]]
-        if match is None:
-            slots = self._slots_of(spaces)
-            slots = slots[self._slot_expiry[slots] > now.timestamp()]
-        else:
-            slots = np.fromiter(
-                (
-                    e.slot
-                    for ns in spaces
-                    for e in self.items[ns].values()
-                    if not e.expired(now) and match(e.value)
-                ),
-                dtype=np.int64,
-            )
+        slots = self.select(prefix, match, now)
         scores = self.scores(slots, query, query_vector)
-        chosen = top_indices(scores, wanted)
-        ranked = sorted(
-            (
-                (-float(scores[i]), -self._slot_ts[slots[i]], self._by_slot[int(slots[i])])
-                for i in chosen.tolist()
-            ),
-            key=lambda t: (t[0], t[1], t[2].namespace, t[2].key),
-        )[:wanted]
-        page_scored: list[tuple[Entry, float | None]] = [(e, -negscore) for negscore, _, e in ranked]
+        page_scored: list[tuple[Entry, float | None]] = list(self._ranked(slots, scores, wanted))
         if len(page_scored) < wanted:
             unscored = np.isnan(scores)
             rest = slots[unscored]
@@ -270,6 +286,73 @@ class StoreState:
             )[: wanted - len(page_scored)]
             page_scored += [(e, None) for e in tail]
         return page_scored[offset:]
+
+    def candidates(
+        self, slots: np.ndarray, query: CandidateQuery, query_vector: np.ndarray | None
+    ) -> tuple[Ranked, Ranked]:
+        """The dense and the lexical top ``query.limit`` of ``slots``, raw scores, best first.
+
+        Ranked and tie-broken as :meth:`search` ranks in the matching mode; a list is empty
+        when the store has no such index (or, for the dense one, no ``query_vector``).
+        """
+        dense = self._dense_scores(slots, query_vector)
+        lexical = self._lexical_scores(slots, query.query)
+        return (
+            self._ranked(slots, dense, query.limit) if dense is not None else [],
+            self._ranked(slots, lexical, query.limit) if lexical is not None else [],
+        )
+
+    def dense_query(self, slots: np.ndarray, query: CandidateQuery) -> str:
+        """``query.query`` without its background words among ``slots`` (as is without a BM25 index).
+
+        Document frequencies are exact over ``slots``: the items searched, not the whole store.
+        """
+        if self.lexical is None or query.background_df is None or len(slots) < query.background_min_docs:
+            return query.query
+        encoder = self.lexical.encoder
+        total, freqs = self.lexical.doc_freqs(background_terms(query.query, encoder), slots, self._next_slot)
+        return without_background(
+            query.query, encoder, freqs.get, total, query.background_df, query.background_min_docs
+        )
+
+    def select(
+        self, prefix: tuple[str, ...], match: Callable[[Mapping[str, Any]], bool] | None, now: datetime
+    ) -> np.ndarray:
+        """The slots of the live items under ``prefix`` that ``match`` (what a search with a query ranks)."""
+        spaces = self._spaces(prefix)
+        if match is None:
+            slots = self._slots_of(spaces)
+            chosen: np.ndarray = slots[self._slot_expiry[slots] > now.timestamp()]
+            return chosen
+        return np.fromiter(
+            (
+                e.slot
+                for ns in spaces
+                for e in self.items[ns].values()
+                if not e.expired(now) and match(e.value)
+            ),
+            dtype=np.int64,
+        )
+
+    def still_live(self, slots: np.ndarray, now: datetime) -> np.ndarray:
+        """Those of ``slots`` not expired at ``now`` (a :meth:`select` made since the last write, later)."""
+        live: np.ndarray = slots[self._slot_expiry[slots] > now.timestamp()]
+        return live
+
+    def _spaces(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        return [ns for ns in self.items if not prefix or namespace_matches(ns, prefix=prefix)]
+
+    def _ranked(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> Ranked:
+        """The ``limit`` best scored slots (NaN: unscored), best first; ties newest, then namespace, key."""
+        chosen = top_indices(scores, limit)
+        ranked = sorted(
+            (
+                (-float(scores[i]), -self._slot_ts[slots[i]], self._by_slot[int(slots[i])])
+                for i in chosen.tolist()
+            ),
+            key=lambda t: (t[0], t[1], t[2].namespace, t[2].key),
+        )[:limit]
+        return [(e, -negscore) for negscore, _, e in ranked]
 
     def _slots_of(self, spaces: list[tuple[str, ...]]) -> np.ndarray:
         arrays = []
@@ -283,18 +366,8 @@ class StoreState:
 
     def scores(self, slots: np.ndarray, query: str, query_vector: np.ndarray | None) -> np.ndarray:
         """Each slot's score for ``query`` by the store's mode (NaN: no score)."""
-        semantic: np.ndarray | None = None
-        lexical: np.ndarray | None = None
-        if self.vectors is not None and query_vector is not None and self.mode != "lexical":
-            semantic = self.vectors.best(query_vector, slots, self._next_slot)
-        if self.lexical is not None and self.mode != "semantic":
-            bm25 = self.lexical.scores(query)
-            per_slot = np.full(self._next_slot, np.nan)
-            if bm25:
-                per_slot[np.fromiter(bm25.keys(), dtype=np.int64)] = np.fromiter(
-                    bm25.values(), dtype=np.float64
-                )
-            lexical = per_slot[slots]
+        semantic = self._dense_scores(slots, query_vector)
+        lexical = self._lexical_scores(slots, query)
         if semantic is not None and lexical is not None:
             return rrf(semantic, lexical)
         if semantic is not None:
@@ -302,6 +375,23 @@ class StoreState:
         if lexical is not None:
             return lexical
         return np.full(len(slots), np.nan)
+
+    def _dense_scores(self, slots: np.ndarray, query_vector: np.ndarray | None) -> np.ndarray | None:
+        """Each slot's cosine with ``query_vector`` (NaN: no vector); None without a vector index."""
+        if self.vectors is None or query_vector is None:
+            return None
+        return self.vectors.best(query_vector, slots, self._next_slot)
+
+    def _lexical_scores(self, slots: np.ndarray, query: str) -> np.ndarray | None:
+        """Each slot's BM25 score (NaN: no shared term); None without a lexical index."""
+        if self.lexical is None:
+            return None
+        bm25 = self.lexical.scores(query)
+        per_slot = np.full(self._next_slot, np.nan)
+        if bm25:
+            per_slot[np.fromiter(bm25.keys(), dtype=np.int64)] = np.fromiter(bm25.values(), dtype=np.float64)
+        lexical: np.ndarray = per_slot[slots]
+        return lexical
 
     # ----------------------------------------------------------------- writing
 
@@ -318,6 +408,7 @@ class StoreState:
 
         ``value``: the put's value as a dict, when the caller has it (saves decoding the JSON).
         """
+        self.writes += 1
         if record["op"] == "refresh":
             entry = self.items.get(namespace, {}).get(key)
             if entry is not None and entry.checkpoint_id == record["of"]:

@@ -14,7 +14,7 @@ import inspect
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal, TypeVar, cast
@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, Item, Op, Result, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
+from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
@@ -36,7 +37,7 @@ from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
 from langmem_plugin.stores.checkpointer._log import (
     Embed,
-    EmbedQuery,
+    EmbedQueries,
     GetCheckpoint,
     ListCheckpoints,
     PutCheckpoint,
@@ -56,6 +57,12 @@ class CheckpointerIndexConfig(IndexConfig, total=False):
     mode: Mode
     """``"semantic"`` (default with ``embed``), ``"lexical"`` (BM25 over ``fields``) or ``"hybrid"``."""
 
+    lexical_fields: list[str]
+    """The fields whose text BM25 indexes, same syntax as ``fields`` (e.g. ``["metadata.context",
+    "content"]``); default: ``fields``. Needs a BM25 index (mode ``"lexical"`` or ``"hybrid"``). It
+    applies to every item not put with ``index=False`` (an item's own ``index=[...]`` chooses what is
+    embedded, not what BM25 reads). The BM25 index is rebuilt on open, so changing it needs no re-index."""
+
 
 class CheckpointerStore(CheckedStore):
     """A ``BaseStore`` kept in a LangGraph checkpointer, with history (see the package docstring).
@@ -65,8 +72,8 @@ class CheckpointerStore(CheckedStore):
             ``AsyncSqliteSaver``, ``PostgresSaver``... The store never deletes its
             threads; it shares the saver with your graphs safely (reserved thread ids).
         index: ``IndexConfig`` (``dims``, ``embed``: an ``Embeddings``, a function or a
-            ``"provider:model"`` string, ``fields``) plus an optional ``mode``. None:
-            lexical (BM25) search over every string of a value.
+            ``"provider:model"`` string, ``fields``) plus an optional ``mode`` and
+            ``lexical_fields``. None: lexical (BM25) search over every string of a value.
         ttl: ``TTLConfig`` (minutes). Expired items are never returned; ``sweep_ttl()``
             writes their deletion, and runs every ``sweep_interval_minutes`` once the
             store is set up.
@@ -76,6 +83,9 @@ class CheckpointerStore(CheckedStore):
     Values are JSON objects of at most 1 MiB of JSON (``MAX_VALUE_BYTES``); anything else is an
     ``InvalidValueError`` and nothing is written. Constructing does no I/O; the log is read on
     :meth:`setup` / :meth:`asetup` or the first call.
+
+    It is a :class:`~langmem_plugin.core.candidates.CandidateStore`: :meth:`search_candidates`
+    gives a hybrid search its raw dense and BM25 lists, to be fused by the caller.
     """
 
     supports_ttl: bool = True
@@ -100,7 +110,7 @@ class CheckpointerStore(CheckedStore):
         self.name = name
         self.index_config = cast(IndexConfig | None, dict(index) if index else None)
         self.ttl_config = ttl
-        mode, dims, fields = self._index_settings(index)
+        mode, dims, fields, lexical_fields = self._index_settings(index)
         self._embeddings: Embeddings | None = (
             _embeddings(index["embed"]) if index and mode != "lexical" else None
         )
@@ -109,6 +119,7 @@ class CheckpointerStore(CheckedStore):
             mode=mode,
             dims=dims,
             fields=fields,
+            lexical_fields=lexical_fields,
             ttl=TTLSettings.from_config(ttl),
             clock=clock or utc_clock,
             on_load=self.start_ttl_sweeper,
@@ -122,24 +133,26 @@ class CheckpointerStore(CheckedStore):
         return self._steps.mode
 
     @staticmethod
-    def _index_settings(index: Any) -> tuple[Mode, int | None, list[str] | None]:
+    def _index_settings(index: Any) -> tuple[Mode, int | None, list[str] | None, list[str] | None]:
+        """``(mode, dims, fields, lexical_fields)`` of an index config, validated."""
         if not index:
-            return "lexical", None, None
+            return "lexical", None, None, None
         mode = index.get("mode", "semantic" if "embed" in index else "lexical")
         if mode not in ("semantic", "lexical", "hybrid"):
             raise ConfigurationError(f"index mode {mode!r} is not one of 'semantic', 'lexical', 'hybrid'")
         fields = index.get("fields")
         if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) for f in fields)):
             raise ConfigurationError(f"index fields must be a list of field paths, got {fields!r}")
+        lexical_fields = _lexical_fields(index.get("lexical_fields"), mode)
         if mode == "lexical":
-            return mode, None, list(fields) if fields else None
+            return mode, None, list(fields) if fields else None, lexical_fields
         dims = index.get("dims")
         if "embed" not in index or not isinstance(dims, int) or dims <= 0:
             raise ConfigurationError(
                 f"index mode {mode!r} needs 'embed' and a positive int 'dims', got {dict(index)!r}. "
                 "Fix: e.g. {'dims': 384, 'embed': MiniLMEmbeddings()}, or {'mode': 'lexical'}."
             )
-        return mode, dims, list(fields) if fields else None
+        return mode, dims, list(fields) if fields else None, lexical_fields
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -232,6 +245,31 @@ class CheckpointerStore(CheckedStore):
         """Async :meth:`batch` (native with async savers; sync-only savers run in an executor)."""
         return await arun_steps(self._steps.batch(list(ops)), self._ado)
 
+    # ------------------------------------------------------------------ CandidateStore
+
+    def search_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
+        """One :class:`~langmem_plugin.core.candidates.Candidates` per query, in order; unfused.
+
+        Each query reads the live items under its prefix that match its filter (as :meth:`search`
+        does). ``dense``: the top ``limit`` by cosine with the embedded ``dense_query``, the
+        cosine as ``score``; ``lexical``: the top ``limit`` by BM25 over ``lexical_fields``, the
+        BM25 score as ``score`` (the same scores and order as a lexical-mode search). Items with
+        no vector, or no shared term, are in neither list. One embedding request embeds every
+        query of the call. Returned items get their TTL refreshed when reads refresh it.
+
+        ``dense_query`` drops the query's background words (``CandidateQuery.background_df``),
+        counting document frequencies exactly over the query's own items (prefix and filter),
+        not the whole store. By mode: ``"hybrid"`` fills both lists; ``"lexical"`` leaves
+        ``dense`` empty (nothing is embedded; ``dense_query`` is what would be); ``"semantic"``
+        has no BM25 index: ``lexical`` is empty, ``lexical_index`` False, and no word is
+        dropped (no document frequencies to count).
+        """
+        return self._run_sync(self._steps.candidates(list(queries)))
+
+    async def asearch_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
+        """Async :meth:`search_candidates`."""
+        return await arun_steps(self._steps.candidates(list(queries)), self._ado)
+
     def sweep_ttl(self) -> int:
         """Delete expired items (a ``"expired"`` deletion in their history); returns how many."""
         return self._run_sync(self._steps.sweep())
@@ -311,8 +349,9 @@ class CheckpointerStore(CheckedStore):
     def _do(self, request: Request) -> Any:
         if isinstance(request, Embed):
             return self._require_embeddings().embed_documents(request.texts)
-        if isinstance(request, EmbedQuery):
-            return self._require_embeddings().embed_query(request.text)
+        if isinstance(request, EmbedQueries):
+            embeddings = self._require_embeddings()
+            return [embeddings.embed_query(text) for text in request.texts]
         saver = self.checkpointer
         with _translated(saver, request):
             if isinstance(request, PutCheckpoint):
@@ -324,8 +363,9 @@ class CheckpointerStore(CheckedStore):
     async def _ado(self, request: Request) -> Any:
         if isinstance(request, Embed):
             return await self._require_embeddings().aembed_documents(request.texts)
-        if isinstance(request, EmbedQuery):
-            return await self._require_embeddings().aembed_query(request.text)
+        if isinstance(request, EmbedQueries):
+            embeddings = self._require_embeddings()
+            return list(await asyncio.gather(*(embeddings.aembed_query(text) for text in request.texts)))
         if self._async_native is False:
             return await run_in_executor(None, self._do, request)
         saver = self.checkpointer
@@ -350,6 +390,28 @@ class CheckpointerStore(CheckedStore):
     def _require_embeddings(self) -> Embeddings:
         assert self._embeddings is not None
         return self._embeddings
+
+
+def _lexical_fields(value: Any, mode: Mode) -> list[str] | None:
+    """The ``lexical_fields`` of an index config, validated (None: BM25 reads ``fields``)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise ConfigurationError(
+            f"index lexical_fields must be a non-empty list of field paths, got {value!r}. "
+            'Fix: index={..., "lexical_fields": ["content"]} (a list, even for one field).'
+        )
+    bad = [f for f in value if not isinstance(f, str) or not f.strip()]
+    if bad:
+        raise ConfigurationError(
+            f"index lexical_fields holds {bad!r}, not field paths. Fix: strings such as 'metadata.context'."
+        )
+    if mode == "semantic":
+        raise ConfigurationError(
+            f"index lexical_fields {list(value)!r} needs a BM25 index, but the mode is 'semantic'. "
+            'Fix: index={..., "mode": "hybrid"} (or "lexical"), or drop lexical_fields.'
+        )
+    return list(value)
 
 
 def _embeddings(embed: Any) -> Embeddings:
