@@ -78,7 +78,12 @@ def _run_bench(args: argparse.Namespace) -> int:
         print(f"langmem-plugin {__version__} — stores benchmark (same precomputed vectors for every store)")
         for size in args.sizes:
             measured = run_stores_bench(
-                size=size, queries=args.queries, peers=args.peers, budget_s=args.budget, progress=print
+                size=size,
+                others=args.others,
+                queries=args.queries,
+                peers=args.peers,
+                budget_s=args.budget,
+                progress=print,
             )
             print(measured.table())
             print()
@@ -200,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_sizes,
         default=[10_000],
         help="items in the searched namespace, comma-separated (default 10000; e.g. 10000,100000)",
+    )
+    stores.add_argument(
+        "--others",
+        type=int,
+        default=990,
+        help="items in the 99 other namespaces, together (default 990; 90000 for 100k items in all)",
     )
     stores.add_argument("--queries", type=int, default=100, help="distinct queries per metric (default 100)")
     stores.add_argument(

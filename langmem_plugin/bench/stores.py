@@ -26,7 +26,9 @@ builds), the index build time (seconds spent in builds during the load plus the
 final ``optimize()``), get p50, filtered search (``{"kind": "fact"}``, no query)
 p50/p95, vector search p50/p95 and its recall@10 against exact cosine
 neighbours (computed with numpy over the same vectors), hybrid search (dense +
-BM25, fused in the engine; QdrantStore only) p50/p95, reopen time (close, open,
+BM25, fused in the engine; QdrantStore only) p50/p95, recall's search (the
+default ``HybridRetriever``: the store's dense and BM25 candidate lists, fused by
+score; on InMemoryStore its own search as the dense list) p50/p95, reopen time (close, open,
 first get) and disk usage (allocated blocks), then ratios of each peer to the
 embedded QdrantStore. For the embedded rows the note also gives the engine's
 ceiling: the rate at which Qdrant Edge alone (the ``qdrant_edge`` package, none
@@ -60,6 +62,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langmem_plugin.bench.core import sample_sentences
 from langmem_plugin.bench.report import format_table, percentile
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError
+from langmem_plugin.services.retrieval import HybridRetriever
 
 __all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "check_peers", "run_stores_bench"]
 
@@ -97,6 +100,7 @@ class StoreRow:
     vector: tuple[float, float] | None = None
     recall: float | None = None
     hybrid: tuple[float, float] | None = None
+    fused: tuple[float, float] | None = None
     index_s: float | None = None
     reopen_s: float | None = None
     disk_bytes: int | None = None
@@ -108,6 +112,7 @@ class StoresBenchResult:
     """Every number of one size."""
 
     size: int
+    others: int = 990
     rows: list[StoreRow] = field(default_factory=list)
 
     def table(self) -> str:
@@ -129,6 +134,7 @@ class StoresBenchResult:
                 pair(r.vector),
                 "—" if r.recall is None else f"{r.recall:.3f}",
                 pair(r.hybrid),
+                pair(r.fused),
                 "—" if r.reopen_s is None else f"{r.reopen_s:.2f}",
                 "—" if r.disk_bytes is None else f"{r.disk_bytes / 2**20:.1f}",
                 r.note,
@@ -144,11 +150,15 @@ class StoresBenchResult:
             "vector p50/p95 ms",
             "recall@10",
             "hybrid p50/p95 ms",
+            "recall search p50/p95 ms",
             "reopen s",
             "disk MiB",
             "note",
         ]
-        out = [f"{self.size:,} items in {TARGET} among 100 namespaces", format_table(headers, rows)]
+        out = [
+            f"{self.size:,} items in {TARGET}, {self.others:,} more in 99 other namespaces",
+            format_table(headers, rows),
+        ]
         ours = next((r for r in self.rows if r.name == "qdrant-embedded" and r.put_per_s), None)
         if ours is not None:
             ratio_rows = []
@@ -196,9 +206,9 @@ class _Data:
         return {self.keys[i] for i in np.argpartition(-scores, k)[:k]}
 
 
-def _data(size: int, queries: int, seed: int = 11, topics: int = 2000) -> _Data:
+def _data(size: int, queries: int, seed: int = 11, topics: int = 2000, others: int = 990) -> _Data:
     rng = np.random.default_rng(seed)
-    texts = sample_sentences(size + 990, seed=seed)
+    texts = sample_sentences(size + others, seed=seed)
     picked = random.Random(seed).sample(range(len(texts)), queries)
     query_texts = [f"query {i}: {texts[j]}" for i, j in enumerate(picked)]
     # Clustered like sentence embeddings: each text near one of `topics` directions (cosine ≈ 0.85),
@@ -241,6 +251,7 @@ class _Peer:
     disk: Callable[[], int] | None = None
     vector: Callable[[str], list[Any]] | None = None
     hybrid: Callable[[str], list[Any]] | None = None
+    fused: Callable[[str], list[Any]] | None = None
 
 
 def _disk_usage(paths: Iterable[Path]) -> int:
@@ -262,6 +273,7 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
             close=qs.close,
             vector=lambda q: dense.search(TARGET, query=q, limit=10),
             hybrid=lambda q: qs.search(TARGET, query=q, limit=10),
+            fused=lambda q: HybridRetriever(qs).search(TARGET, q, limit=10),
         )
         if name != "qdrant-memory":
             peer.reopen = lambda: QdrantStore(path, index=index, options=options)  # type: ignore[arg-type]
@@ -271,7 +283,11 @@ def _open_peer(name: str, data: _Data, workdir: Path) -> _Peer:
         from langgraph.store.memory import InMemoryStore
 
         mem = InMemoryStore(index=index)  # type: ignore[arg-type]
-        return _Peer(mem, vector=lambda q: mem.search(TARGET, query=q, limit=10))
+        return _Peer(
+            mem,
+            vector=lambda q: mem.search(TARGET, query=q, limit=10),
+            fused=lambda q: HybridRetriever(mem).search(TARGET, q, limit=10),
+        )
     if name == "langgraph-store-qdrant":
         from langgraph.store.qdrant import QdrantStore as AnchorStore
         from qdrant_client import QdrantClient
@@ -519,6 +535,8 @@ def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> Stor
             row.recall = sum(hits) / (10 * len(hits))
         if peer.hybrid is not None:
             row.hybrid = _timed(peer.hybrid, data.queries, budget_s)
+        if peer.fused is not None:
+            row.fused = _timed(peer.fused, data.queries, budget_s)
         peer.close()
         if peer.reopen is not None:
             start = time.perf_counter()
@@ -543,6 +561,7 @@ def _measure(name: str, data: _Data, budget_s: float, base: Path | None) -> Stor
 def run_stores_bench(
     *,
     size: int = 10_000,
+    others: int = 990,
     queries: int = 100,
     peers: tuple[str, ...] = PEERS,
     budget_s: float = 5.0,
@@ -554,6 +573,7 @@ def run_stores_bench(
 
     Args:
         size: items in the searched namespace.
+        others: items in the 99 other namespaces (together).
         queries: distinct query texts (each with its own precomputed vector).
         peers: which stores, from :data:`PEERS`.
         budget_s: seconds a slow peer may spend per metric before it stops early.
@@ -566,8 +586,8 @@ def run_stores_bench(
         MissingDependencyError: a peer's package is missing (before anything is measured).
     """
     check_peers(peers)
-    data = _data(size, queries)
-    result = StoresBenchResult(size)
+    data = _data(size, queries, others=others)
+    result = StoresBenchResult(size, others)
     for name in peers:
         if name in _SLOW and size > slow_peer_max:
             result.rows.append(StoreRow(name, note=f"skipped: scans in Python (> {slow_peer_max:,} items)"))
