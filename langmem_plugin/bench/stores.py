@@ -76,17 +76,23 @@ _SLOW = {"qdrant-memory", "langgraph-store-qdrant"}
 
 
 class _Precomputed(Embeddings):
-    """The same vectors for every store: a lookup table of texts (documents and queries)."""
+    """The same vectors for every store: a lookup table of texts (documents and queries).
+
+    A query is found by its ``"query N:"`` label too, so the one recall embeds without its
+    background words gets the query's vector.
+    """
 
     def __init__(self, vectors: dict[str, list[float]]) -> None:
         self.vectors = vectors
+        self.by_label = {t.split(":", 1)[0]: v for t, v in vectors.items() if t.startswith("query ")}
         self.dims = DIMS
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.vectors[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.vectors[text]
+        found = self.vectors.get(text)
+        return found if found is not None else self.by_label[text.split(":", 1)[0]]
 
 
 @dataclass
