@@ -44,7 +44,7 @@ from langgraph.store.base import SearchOp
 
 from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, fence, quote
 from langmem_plugin.core.fence import entry as fenced_entry
-from langmem_plugin.core.record import MemoryRecord, utc_now
+from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.core.validity import is_current
@@ -129,7 +129,7 @@ class RecallConfig:
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
     knowledge: bool = True
-    max_items: int = 8
+    max_items: int = 10
     min_relevance: float | None = 0.2
     candidates: int = 20
     w_relevance: float = 0.75
@@ -361,14 +361,12 @@ class _Fitter:
 
 
 def _memory_line(memory: StoredMemory) -> str:
+    """``- (id "...", category "...", tags [...]) "content"``; an episode shows its date instead of a
+    category (when it was said is what a question about it asks)."""
     record = memory.record
-    return fenced_entry(
-        record.content,
-        id=memory.id,
-        compartment=memory.compartment.value,
-        category=record.category,
-        tags=record.tags,
-    )
+    if record.kind == MemoryKind.EPISODE:
+        return fenced_entry(record.content, id=memory.id, date=record.created_at.date().isoformat())
+    return fenced_entry(record.content, id=memory.id, category=record.category, tags=record.tags)
 
 
 def _knowledge_line(memory: StoredMemory) -> str:
