@@ -48,7 +48,7 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.core.validity import is_current
-from langmem_plugin.errors import ConfigurationError, InvalidRecordError
+from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
 from langmem_plugin.services.plan_render import plan_prompt_lines
@@ -298,6 +298,22 @@ def search_candidates(
     return found
 
 
+def _searchable(
+    layout: MemoryLayout, scope: Scope, compartments: Sequence[Compartment]
+) -> list[tuple[Compartment, tuple[str, ...]]]:
+    """The compartments the scope can name, with their namespaces; a ScopeError if none."""
+    found: list[tuple[Compartment, tuple[str, ...]]] = []
+    first: ScopeError | None = None
+    for compartment in compartments:
+        try:
+            found.append((compartment, layout.namespace(compartment, scope)))
+        except ScopeError as exc:
+            first = first or exc
+    if not found and first is not None:
+        raise first
+    return found
+
+
 def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
     age_days = max((now - updated).total_seconds(), 0.0) / 86400.0
     return math.pow(0.5, age_days / half_life_days)
@@ -409,7 +425,9 @@ def recall_steps(
         now: the time recency is measured from (tests).
 
     Raises:
-        ScopeError: the scope lacks an id a searched compartment needs.
+        ScopeError: the scope lacks the ids of every searched compartment (a compartment it
+            cannot name is skipped when another one can be searched: a run without a user id
+            recalls its session memory, where remember writes for it).
     """
     config = config or RecallConfig()
     now = now or utc_now()
@@ -440,7 +458,7 @@ def recall_steps(
 
     searches: list[tuple[Compartment, tuple[str, ...]]] = []
     if budgets.memories:
-        searches = [(c, layout.namespace(c, scope)) for c in config.compartments]
+        searches = _searchable(layout, scope, config.compartments)
     if knowledge_mode == "retrieved" and knowledge_ns is not None:
         searches.append((Compartment.KNOWLEDGE, knowledge_ns))
     candidates: list[StoredMemory] = []
