@@ -120,7 +120,7 @@ def _run_bench(args: argparse.Namespace) -> int:
             f"langmem-plugin {__version__} — context benchmark ({args.steps} tool calls of 5-50 KB "
             f"results from {args.data}, scripted model)"
         )
-        print(run_context_bench(args.data, args.steps, args.trace).report())
+        print(run_context_bench(args.data, args.steps).report())
         return 0
     if args.bench == "plan":
         from langmem_plugin.bench.plan import run_plan_bench
@@ -259,12 +259,6 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"path to locomo10.json (LoCoMo, not shipped; default {DEFAULT_CONTEXT_DATA})",
     )
     context.add_argument("--steps", type=int, default=20, help="tool calls in the trace (default 20)")
-    context.add_argument(
-        "--trace",
-        choices=("standard", "heldout"),
-        default="standard",
-        help="the trace the defaults were chosen on, or a held-out one built differently",
-    )
     plan = benches.add_parser(
         "plan", help="plan mode beside LangChain's TodoListMiddleware on one scripted multi-step task"
     )

@@ -19,7 +19,7 @@ def test_the_context_bench_runs_and_every_result_reads_back() -> None:
     assert all(5 * 1024 <= len(r) <= 52 * 1024 for _, _, r in trace)
     result = run_context_bench(DATA, 4)
     by_name = {s.name: s for s in result.setups}
-    none, ours = by_name["none"], by_name["ours: default"]
+    none, ours = by_name["none"], by_name["ours: keep 1 call"]
     assert len(none.tokens) == len(ours.tokens) == 5
     assert ours.tokens[-1] < none.tokens[-1]
     assert ours.retrievable == 1.0

@@ -58,8 +58,7 @@ def small_lookup(key: str) -> str:
 
 
 def _memory(store: Any = None, **config: Any) -> Memory:
-    # each result in full once, compacted after one model call (the default batches compaction instead)
-    results = ResultsConfig(**{"full_tokens": 8000, "keep_calls": 1, "compact_above_tokens": None, **config})
+    results = ResultsConfig(**{"full_tokens": 8000, **config})
     return Memory(store, embeddings=FakeEmbeddings(), model="gpt-4o-mini", results=results)
 
 

@@ -113,7 +113,7 @@ def test_storing_is_idempotent_on_replay() -> None:
 
 def test_compaction_is_decided_once_and_kept_verbatim() -> None:
     store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig(summary_chars=200, keep_calls=1, compact_above_tokens=None))
+    turn = MemoryTurn(results=ResultsConfig(summary_chars=200))
     state = _state(_call("a", q="x"), _result("a"))
     state = _merge(state, turn.after_tools(state, SCOPE, store))
     state["messages"] = [*state["messages"], AIMessage("seen it")]
@@ -302,28 +302,3 @@ def test_a_result_over_the_compartment_limit_is_stored_cut_and_says_so() -> None
     )
     assert "stored cut to its first 1000 characters" in answer
     assert answer.endswith(TEXT[990:1000])
-
-
-def test_the_default_appends_until_the_threshold_then_compacts_every_seen_result_at_once() -> None:
-    """Cache safety: each prompt starts with the previous one, byte for byte, until compaction fires."""
-    store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig(), model="gpt-4o-mini")
-    state = _state()
-    previous: list[str] = []
-    fired_at = None
-    for n in range(30):
-        state["messages"] = [*state["messages"], _call(f"c{n}", q=str(n)), _result(f"c{n}")]
-        state = _merge(state, turn.after_tools(state, SCOPE, store))
-        seen = [str(m.content) for m in turn.model_messages(state)]
-        if state.get("compacted") and fired_at is None:
-            fired_at = n
-            # every result the model had already seen is compacted at once; the new one is shown
-            assert set(state["compacted"]) == {f"c{i}" for i in range(n)}
-            assert "[cut: the first 400 of" in seen[-1]
-            assert 'retrieve_result(id="' in seen[-1]
-        elif fired_at is None:
-            assert seen[: len(previous)] == previous  # appended to, never rewritten
-        previous = seen
-        state["messages"] = [*state["messages"], AIMessage(f"read {n}")]
-    assert fired_at is not None
-    assert fired_at > 3  # several calls share a cached prefix before the first compaction

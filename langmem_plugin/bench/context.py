@@ -56,23 +56,11 @@ __all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")
 MODEL = "gpt-4o-mini"
 _SIZES_KB = (5, 12, 30, 50, 8, 20, 40, 15, 25, 10)
-#: The held-out trace (``--trace heldout``): other sizes in another order, other conversations
-#: first, two JSON results for each page. The defaults were chosen on the standard trace.
-_HELDOUT_SIZES_KB = (22, 6, 45, 9, 33, 14, 50, 5, 18, 28, 11, 38)
-TRACES = ("standard", "heldout")
-#: Our setups: the default (a 400-token first view, every seen result compacted at once past 6k),
-#: the former default (each result in full once, compacted after one call) and larger thresholds.
+#: Our setups: compact after one call (the default), or only past a token threshold (cache-friendly).
 OURS = {
-    "ours: default": ResultsConfig(),
-    "ours: in full once, keep 1 call": ResultsConfig(
-        full_tokens=4000, keep_calls=1, compact_above_tokens=None
-    ),
-    "ours: in full, past 16k": ResultsConfig(
-        full_tokens=4000, keep_calls=None, compact_above_tokens=16_000, compact_target=0.25
-    ),
-    "ours: in full, past 32k": ResultsConfig(
-        full_tokens=4000, keep_calls=None, compact_above_tokens=32_000, compact_target=0.25
-    ),
+    "ours: keep 1 call": ResultsConfig(),
+    "ours: past 16k": ResultsConfig(keep_calls=None, compact_above_tokens=16_000, compact_target=0.25),
+    "ours: past 32k": ResultsConfig(keep_calls=None, compact_above_tokens=32_000, compact_target=0.25),
 }
 #: The window of the summarization setups (ours and LangChain's): summarize past it, down to half.
 WINDOW_TOKENS = 16_000
@@ -127,10 +115,8 @@ def _rows(conversation: dict[str, Any], start: int, size: int) -> str:
     return json.dumps(rows, ensure_ascii=False)
 
 
-def build_trace(data: Path, steps: int = 20, trace: str = "standard") -> list[tuple[str, str, str]]:
+def build_trace(data: Path, steps: int = 20) -> list[tuple[str, str, str]]:
     """``(tool, argument, result)`` for each step: pages and JSON rows of 5–50 KB from LoCoMo."""
-    if trace not in TRACES:
-        raise ConfigurationError(f"--trace must be one of {', '.join(TRACES)}, got {trace!r}")
     if steps < 1:
         raise ConfigurationError(f"--steps must be at least 1, got {steps}")
     if not data.is_file():
@@ -142,19 +128,17 @@ def build_trace(data: Path, steps: int = 20, trace: str = "standard") -> list[tu
         conversations = [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
         raise ConfigurationError(f"{str(data)!r} is not LoCoMo data (locomo10.json): {exc!r}") from exc
-    held_out = trace == "heldout"
-    sizes = _HELDOUT_SIZES_KB if held_out else _SIZES_KB
-    steps_out = []
+    trace = []
     for step in range(steps):
-        conversation = conversations[(step + 5 if held_out else step) % len(conversations)]
-        size = sizes[step % len(sizes)] * 1024
-        if (step % 3 == 0) if held_out else (step % 2 == 0):
-            steps_out.append(("fetch_page", f"https://notes.example/{step}", _page(conversation, step, size)))
+        conversation = conversations[step % len(conversations)]
+        size = _SIZES_KB[step % len(_SIZES_KB)] * 1024
+        if step % 2 == 0:
+            trace.append(("fetch_page", f"https://notes.example/{step}", _page(conversation, step, size)))
         else:
-            steps_out.append(
+            trace.append(
                 ("query_rows", f"select * from turns where step = {step}", _rows(conversation, step, size))
             )
-    return steps_out
+    return trace
 
 
 def _tools(trace: Sequence[tuple[str, str, str]]) -> list[BaseTool]:
@@ -331,11 +315,9 @@ def _retrievable(memory: Memory, trace: Sequence[tuple[str, str, str]]) -> float
     return whole / len(trace)
 
 
-def run_context_bench(
-    data: Path = DEFAULT_DATA, steps: int = 20, trace_name: str = "standard"
-) -> ContextBenchResult:
+def run_context_bench(data: Path = DEFAULT_DATA, steps: int = 20) -> ContextBenchResult:
     """Run the trace through every setup and return the numbers."""
-    trace = build_trace(data, steps, trace_name)
+    trace = build_trace(data, steps)
     setups = [_graph_run("none", trace, None)[0]]
     editing = _context_editing_run(trace)
     if editing is not None:
@@ -349,7 +331,7 @@ def run_context_bench(
         setups.append(ours)
     window = WindowConfig(max_tokens=WINDOW_TOKENS, summary=SummaryConfig(_summarizer()))
     setups.append(_graph_run("ours: summary 16k", trace, None, window)[0])
-    ours, memory = _graph_run("ours: default + summary 16k", trace, ResultsConfig(), window)
+    ours, memory = _graph_run("ours: keep 1 + summary 16k", trace, ResultsConfig(), window)
     ours.retrievable = _retrievable(memory, trace)
     setups.append(ours)
     return ContextBenchResult(setups)
@@ -360,9 +342,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path to locomo10.json")
     parser.add_argument("--steps", type=int, default=20, help="tool calls in the trace")
-    parser.add_argument("--trace", choices=TRACES, default="standard", help="which trace (default standard)")
     args = parser.parse_args(argv)
-    print(run_context_bench(args.data, args.steps, args.trace).report())
+    print(run_context_bench(args.data, args.steps).report())
 
 
 if __name__ == "__main__":

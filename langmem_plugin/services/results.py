@@ -84,13 +84,6 @@ _MAX_ARGS_CHARS = 400
 class ResultsConfig:
     """Which tool results are stored, and when the model sees a citation instead.
 
-    The default keeps the context light and the provider's prompt cache warm: the model
-    sees the first 400 tokens of a large result (and how to read on), and once the
-    conversation passes 6,000 tokens every result it has seen is compacted at once, so
-    between those moments each prompt is the previous one plus new messages. To see each
-    result in full once and compact it after one model call instead:
-    ``ResultsConfig(full_tokens=4000, keep_calls=1, compact_above_tokens=None)``.
-
     Attributes:
         min_chars: results shorter than this are neither stored nor compacted.
         include: only these tools (``None``: every tool).
@@ -114,11 +107,11 @@ class ResultsConfig:
     min_chars: int = 2000
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
-    full_tokens: int = 400
-    keep_calls: int | None = None
+    full_tokens: int = 4000
+    keep_calls: int | None = 1
     keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
-    compact_above_tokens: int | None = 6000
-    compact_target: float = 0.05
+    compact_above_tokens: int | None = None
+    compact_target: float = 1.0
     ttl_minutes: float | None = 24 * 60
     page_tokens: int = 2000
     summary_chars: int = 200
@@ -287,10 +280,7 @@ def full_view(text: str, entry: Mapping[str, Any], config: ResultsConfig, *, mod
     shown = head_tokens(text, config.full_tokens, model=model)
     cut = ""
     if shown is not None:
-        cut = (
-            f"\n[cut: the first {config.full_tokens} of {entry['tokens']} tokens are shown; read on with "
-            f'retrieve_result(id="{rid}", transform=full|excerpt|first_n|last_n|filtered|summary)]'
-        )
+        cut = f"\n[cut: the first {config.full_tokens} of {entry['tokens']} tokens are shown]"
         text = shown
     return (
         f"{text}{cut}\n[result {rid} stored ({entry['chars']} characters); "
