@@ -114,13 +114,15 @@ def _run_bench(args: argparse.Namespace) -> int:
             print(splits)
         return 0
     if args.bench == "context":
-        from langmem_plugin.bench.context import run_context_bench
+        from langmem_plugin.bench.context import TRACES, run_context_bench
 
+        traces = list(TRACES) if args.trace == "both" else [args.trace]
+        calls = " / ".join(str(TRACES[t] if args.steps is None else args.steps) for t in traces)
         print(
-            f"langmem-plugin {__version__} — context benchmark ({args.steps} tool calls of 5-50 KB "
-            f"results from {args.data}, scripted model)"
+            f"langmem-plugin {__version__} — context benchmark ({' and '.join(traces)} trace: {calls} tool "
+            f"calls of large results from {args.data}, scripted model)"
         )
-        print(run_context_bench(args.data, args.steps).report())
+        print("\n\n".join(run_context_bench(args.data, args.steps, trace).report() for trace in traces))
         return 0
     if args.bench == "plan":
         from langmem_plugin.bench.plan import run_plan_bench
@@ -258,7 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_CONTEXT_DATA,
         help=f"path to locomo10.json (LoCoMo, not shipped; default {DEFAULT_CONTEXT_DATA})",
     )
-    context.add_argument("--steps", type=int, default=20, help="tool calls in the trace (default 20)")
+    context.add_argument(
+        "--trace",
+        choices=["standard", "heldout", "both"],
+        default="both",
+        help="standard (the defaults were chosen on it), heldout (built differently), or both (default)",
+    )
+    context.add_argument(
+        "--steps", type=int, default=None, help="tool calls in the trace (default 20 standard, 24 heldout)"
+    )
     plan = benches.add_parser(
         "plan", help="plan mode beside LangChain's TodoListMiddleware on one scripted multi-step task"
     )

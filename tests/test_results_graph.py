@@ -58,7 +58,8 @@ def small_lookup(key: str) -> str:
 
 
 def _memory(store: Any = None, **config: Any) -> Memory:
-    results = ResultsConfig(**{"full_tokens": 8000, **config})
+    # each result in full once, compacted after one model call (the former default, made explicit)
+    results = ResultsConfig(**{"full_tokens": 8000, "keep_calls": 1, "compact_above_tokens": None, **config})
     return Memory(store, embeddings=FakeEmbeddings(), model="gpt-4o-mini", results=results)
 
 

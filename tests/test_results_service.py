@@ -113,7 +113,7 @@ def test_storing_is_idempotent_on_replay() -> None:
 
 def test_compaction_is_decided_once_and_kept_verbatim() -> None:
     store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig(summary_chars=200))
+    turn = MemoryTurn(results=ResultsConfig(summary_chars=200, keep_calls=1, compact_above_tokens=None))
     state = _state(_call("a", q="x"), _result("a"))
     state = _merge(state, turn.after_tools(state, SCOPE, store))
     state["messages"] = [*state["messages"], AIMessage("seen it")]
@@ -137,7 +137,11 @@ def test_keep_calls_per_tool_and_the_token_threshold() -> None:
     update = turn.after_tools(state, SCOPE, store)
     assert "compacted" not in update  # browse keeps 3 calls in full
     state = _merge(state, update)
-    tight = MemoryTurn(results=ResultsConfig(keep_calls_by_tool={"browse": 3}, compact_above_tokens=500))
+    tight = MemoryTurn(
+        results=ResultsConfig(
+            keep_calls=1, keep_calls_by_tool={"browse": 3}, compact_above_tokens=500, compact_target=1.0
+        )
+    )
     state["messages"] = [*state["messages"], _call("b", "browse"), _result("b", name="browse")]
     update = tight.after_tools(state, SCOPE, store)
     assert set(update["compacted"]) == {"a"}  # over the threshold: the one seen already; b is new
@@ -151,8 +155,22 @@ def test_a_first_view_is_cut_at_the_token_cap_and_names_its_id() -> None:
     shown = str(turn.model_messages(state)[2].content)
     assert shown.startswith(TEXT[:100])
     assert len(shown) < 600
-    assert "[cut: the first 50 of" in shown
-    assert f'retrieve_result(id="{result_id("a")}")' in shown
+    rid = result_id("a")
+    assert f"[result {rid} continues: its first 50 of" in shown
+    # how to read on, from where the view stops, and the other ways to read it
+    head = shown.split("\n[result ")[0]
+    assert f'retrieve_result(id="{rid}", transform="excerpt", start={len(head)})' in shown
+    assert TEXT.startswith(head)
+    for mode in ('"full"', '"filtered"', '"first_n"', '"last_n"', '"summary"'):
+        assert mode in shown
+    # a result within the cap is shown whole, with its id
+    whole = MemoryTurn(results=ResultsConfig(full_tokens=5000))
+    state = _state(_call("b"), _result("b"))
+    state = _merge(state, whole.after_tools(state, SCOPE, InMemoryStore()))
+    shown = str(whole.model_messages(state)[2].content)
+    assert shown.startswith(TEXT)
+    assert "continues" not in shown
+    assert f'retrieve_result(id="{result_id("b")}") reads it again' in shown
 
 
 def test_a_citation_quotes_hostile_fields() -> None:

@@ -77,7 +77,7 @@ def test_bench_context_prints_the_summarization_rows(
         "context-editing",
         "summarization-mw",
         "ours: summary 16k",
-        "ours: keep 1 + summary 16k",
+        "ours: default + summary 16k",
     ):
         assert f"| {row} " in out
 
@@ -88,4 +88,4 @@ def test_our_summary_keeps_the_window_and_every_result_retrievable(tmp_path: Pat
     summary = setups["ours: summary 16k"]
     assert max(summary.tokens[1:]) < max(setups["none"].tokens)  # the window was summarized
     assert summary.tokens[-1] < setups["none"].tokens[-1]
-    assert setups["ours: keep 1 + summary 16k"].retrievable == 1.0
+    assert setups["ours: default + summary 16k"].retrievable == 1.0

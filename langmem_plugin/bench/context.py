@@ -2,7 +2,10 @@
 
 A scripted agent makes 20 tool calls in one turn, each returning a large result
 (web pages of 5–50 KB and JSON rows, built from the LoCoMo conversations), then
-answers. The same trace runs through:
+answers; a held-out trace (``--trace heldout``: 24 calls, other conversations,
+sizes of 3–60 KB in another order, two JSON results per page, one of them a
+nested search answer) checks the defaults on a trace they were not chosen on.
+Both run by default. The same trace runs through:
 
 - **none**: a graph with memory but no result management — every result in full, every call;
 - **context-editing**: ``create_agent`` with LangChain's ``ContextEditingMiddleware``
@@ -10,9 +13,11 @@ answers. The same trace runs through:
 - **summarization-mw**: ``create_agent`` with LangChain's ``SummarizationMiddleware``
   (triggered at 16k tokens, keeps 8k; a scripted summarizer);
 - **ours**: the same graph with ``Memory(results=ResultsConfig(...))`` — each result stored,
-  shown in full once, then a citation decided once: after one model call (the default), or
-  only when the conversation passes 16k / 32k tokens (fewer, larger compactions: the prompt
-  grows append-only between them, which a provider's prompt cache rewards);
+  shown once, then a citation decided once. The default shows the first 400 tokens and
+  compacts every result seen so far at once when the conversation passes 6k tokens (down to
+  5% of that), so between compactions the prompt grows append-only (a provider's prompt cache
+  reuses it). The former default (each result in full, up to 4000 tokens, compacted after one
+  call) and that full first view compacted only past 16k / 32k tokens are rows too;
 - **ours: summary 16k**: ``Memory(window=WindowConfig(max_tokens=16_000, summary=SummaryConfig(...)))``
   with the same scripted summarizer — what the window would drop is summarized once into state,
   down to half the window (:mod:`langmem_plugin.services.summary`); with and without results as memory.
@@ -56,16 +61,31 @@ __all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")
 MODEL = "gpt-4o-mini"
 _SIZES_KB = (5, 12, 30, 50, 8, 20, 40, 15, 25, 10)
-#: Our setups: compact after one call (the default), or only past a token threshold (cache-friendly).
+_HELDOUT_SIZES_KB = (22, 4, 45, 9, 60, 3, 33, 14, 7, 28, 18, 36)
+#: The traces and their default number of steps (tool calls).
+TRACES = {"standard": 20, "heldout": 24}
+_ARGUMENT = {"fetch_page": "url", "query_rows": "sql", "search_notes": "query"}
+#: Our setups: the default (a first view of 400 tokens, everything seen compacted at once past 6k
+#: tokens), the former default (each result in full once, compacted after one call), and the
+#: former full first view compacted only past a token threshold.
+FORMER_DEFAULT = ResultsConfig(full_tokens=4000, keep_calls=1, compact_above_tokens=None)
 OURS = {
-    "ours: keep 1 call": ResultsConfig(),
-    "ours: past 16k": ResultsConfig(keep_calls=None, compact_above_tokens=16_000, compact_target=0.25),
-    "ours: past 32k": ResultsConfig(keep_calls=None, compact_above_tokens=32_000, compact_target=0.25),
+    "ours: default": ResultsConfig(),
+    "ours: full once (former default)": FORMER_DEFAULT,
+    "ours: full, past 16k": ResultsConfig(
+        full_tokens=4000, keep_calls=None, compact_above_tokens=16_000, compact_target=0.25
+    ),
+    "ours: full, past 32k": ResultsConfig(
+        full_tokens=4000, keep_calls=None, compact_above_tokens=32_000, compact_target=0.25
+    ),
 }
 #: The window of the summarization setups (ours and LangChain's): summarize past it, down to half.
 WINDOW_TOKENS = 16_000
 _CONFIG: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": "research"}}
-_SOURCES = re.compile(r"https://notes\.example/\d+|select \* from turns where step = \d+")
+_SOURCES = re.compile(
+    r"https://(?:notes|archive)\.example/[\d/]+|select \* from turns where (?:[a-z =\d]+ and )?step = \d+"
+    r"|what did they plan, conversation \d+, step \d+"
+)
 
 
 def _summarize(messages: list[BaseMessage]) -> str:
@@ -115,30 +135,79 @@ def _rows(conversation: dict[str, Any], start: int, size: int) -> str:
     return json.dumps(rows, ensure_ascii=False)
 
 
-def build_trace(data: Path, steps: int = 20) -> list[tuple[str, str, str]]:
-    """``(tool, argument, result)`` for each step: pages and JSON rows of 5–50 KB from LoCoMo."""
-    if steps < 1:
-        raise ConfigurationError(f"--steps must be at least 1, got {steps}")
+def _hits(conversation: dict[str, Any], start: int, size: int, query: str) -> str:
+    """A search API's answer: a JSON object with the query, a count and nested hits."""
+    hits: list[dict[str, Any]] = []
+    sessions = _turns(conversation)
+    answer: dict[str, Any] = {"query": query, "count": 0, "hits": hits}
+    i = start
+    while len(json.dumps(answer)) < size:
+        date, turns = sessions[i % len(sessions)]
+        hits.extend(
+            {"score": round(1 / (1 + len(hits)), 4), "source": {"session": date, "turn": t["dia_id"]},
+             "speaker": t["speaker"], "snippet": t["text"]}
+            for t in turns
+        )  # fmt: skip
+        answer["count"] = len(hits)
+        i += 1
+    while len(json.dumps(answer)) > size and len(hits) > 1:
+        hits.pop()
+        answer["count"] = len(hits)
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _conversations(data: Path) -> list[dict[str, Any]]:
     if not data.is_file():
         raise ConfigurationError(
             f"LoCoMo data not found at {str(data)!r}. Fix: pass --data PATH to locomo10.json "
             "(e.g. ../shared/data/locomo/locomo10.json from the repository root)."
         )
     try:
-        conversations = [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
+        return [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
         raise ConfigurationError(f"{str(data)!r} is not LoCoMo data (locomo10.json): {exc!r}") from exc
-    trace = []
+
+
+def build_trace(data: Path, steps: int | None = None, trace: str = "standard") -> list[tuple[str, str, str]]:
+    """``(tool, argument, result)`` for each step, from LoCoMo.
+
+    ``standard`` (20 steps by default; the defaults of :class:`ResultsConfig` were chosen on it):
+    pages and JSON rows of 5–50 KB in turn, conversations in order. ``heldout`` (24 steps by
+    default; built differently, to check those defaults on a trace they were not chosen on):
+    conversations from the last one backwards, other sizes (3–60 KB) in another order, and two
+    JSON results (rows, and a search API's nested object) for each page.
+    """
+    if trace not in TRACES:
+        raise ConfigurationError(f"--trace must be one of {', '.join(TRACES)}, got {trace!r}")
+    steps = TRACES[trace] if steps is None else steps
+    if steps < 1:
+        raise ConfigurationError(f"--steps must be at least 1, got {steps}")
+    conversations = _conversations(data)
+    built = []
     for step in range(steps):
-        conversation = conversations[step % len(conversations)]
-        size = _SIZES_KB[step % len(_SIZES_KB)] * 1024
-        if step % 2 == 0:
-            trace.append(("fetch_page", f"https://notes.example/{step}", _page(conversation, step, size)))
+        if trace == "standard":
+            conversation = conversations[step % len(conversations)]
+            size = _SIZES_KB[step % len(_SIZES_KB)] * 1024
+            if step % 2 == 0:
+                built.append(("fetch_page", f"https://notes.example/{step}", _page(conversation, step, size)))
+            else:
+                sql = f"select * from turns where step = {step}"
+                built.append(("query_rows", sql, _rows(conversation, step, size)))
+            continue
+        number = len(conversations) - 1 - (step + 3) % len(conversations)
+        conversation = conversations[number]
+        size = _HELDOUT_SIZES_KB[step % len(_HELDOUT_SIZES_KB)] * 1024
+        start = 3 * step + 1
+        if step % 3 == 0:
+            url = f"https://archive.example/{number}/{step}"
+            built.append(("fetch_page", url, _page(conversation, start, size)))
+        elif step % 3 == 1:
+            query = f"what did they plan, conversation {number}, step {step}"
+            built.append(("search_notes", query, _hits(conversation, start, size, query)))
         else:
-            trace.append(
-                ("query_rows", f"select * from turns where step = {step}", _rows(conversation, step, size))
-            )
-    return trace
+            sql = f"select * from turns where conversation = {number} and step = {step}"
+            built.append(("query_rows", sql, _rows(conversation, start, size)))
+    return built
 
 
 def _tools(trace: Sequence[tuple[str, str, str]]) -> list[BaseTool]:
@@ -154,13 +223,16 @@ def _tools(trace: Sequence[tuple[str, str, str]]) -> list[BaseTool]:
         """Run a read-only SQL query; rows as JSON."""
         return results[sql]
 
-    return [fetch_page, query_rows]
+    @tool
+    def search_notes(query: str) -> str:
+        """Search the notes; hits as JSON."""
+        return results[query]
+
+    return [fetch_page, query_rows, search_notes]
 
 
 def _script(trace: Sequence[tuple[str, str, str]]) -> list[Any]:
-    calls: list[Any] = [
-        tool_call(name, **({"url": arg} if name == "fetch_page" else {"sql": arg})) for name, arg, _ in trace
-    ]
+    calls: list[Any] = [tool_call(name, **{_ARGUMENT[name]: arg}) for name, arg, _ in trace]
     return [*calls, "Here is what I found."]
 
 
@@ -210,13 +282,14 @@ class ContextBenchResult:
     """Every setup's numbers."""
 
     setups: list[Setup] = field(default_factory=list)
+    trace: str = "standard"
 
     def report(self) -> str:
         """The tables and the summary, as text."""
         steps = len(self.setups[0].tokens)
         rows = [[i + 1, *(s.tokens[i] for s in self.setups)] for i in range(steps)]
         lines = [
-            "Prompt tokens per model call (gpt-4o-mini tokenizer)",
+            f"Trace {self.trace!r}: prompt tokens per model call (gpt-4o-mini tokenizer)",
             format_table(["call", *(s.name for s in self.setups)], rows),
             "",
         ]
@@ -315,35 +388,50 @@ def _retrievable(memory: Memory, trace: Sequence[tuple[str, str, str]]) -> float
     return whole / len(trace)
 
 
-def run_context_bench(data: Path = DEFAULT_DATA, steps: int = 20) -> ContextBenchResult:
-    """Run the trace through every setup and return the numbers."""
-    trace = build_trace(data, steps)
-    setups = [_graph_run("none", trace, None)[0]]
-    editing = _context_editing_run(trace)
+def run_context_bench(
+    data: Path = DEFAULT_DATA,
+    steps: int | None = None,
+    trace: str = "standard",
+    ours: dict[str, ResultsConfig] | None = None,
+) -> ContextBenchResult:
+    """Run a trace (:func:`build_trace`) through every setup and return the numbers.
+
+    ``ours``: our result setups by name (default :data:`OURS`).
+    """
+    built = build_trace(data, steps, trace)
+    setups = [_graph_run("none", built, None)[0]]
+    editing = _context_editing_run(built)
     if editing is not None:
         setups.append(editing)
-    summarized = _summarization_run(trace)
+    summarized = _summarization_run(built)
     if summarized is not None:
         setups.append(summarized)
-    for name, config in OURS.items():
-        ours, memory = _graph_run(name, trace, config)
-        ours.retrievable = _retrievable(memory, trace)
-        setups.append(ours)
+    for name, config in (OURS if ours is None else ours).items():
+        run, memory = _graph_run(name, built, config)
+        run.retrievable = _retrievable(memory, built)
+        setups.append(run)
     window = WindowConfig(max_tokens=WINDOW_TOKENS, summary=SummaryConfig(_summarizer()))
-    setups.append(_graph_run("ours: summary 16k", trace, None, window)[0])
-    ours, memory = _graph_run("ours: keep 1 + summary 16k", trace, ResultsConfig(), window)
-    ours.retrievable = _retrievable(memory, trace)
-    setups.append(ours)
-    return ContextBenchResult(setups)
+    setups.append(_graph_run("ours: summary 16k", built, None, window)[0])
+    run, memory = _graph_run("ours: default + summary 16k", built, ResultsConfig(), window)
+    run.retrievable = _retrievable(memory, built)
+    setups.append(run)
+    return ContextBenchResult(setups, trace)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The command line: ``python -m langmem_plugin.bench.context [--data PATH] [--steps N]``."""
+    """The command line: ``python -m langmem_plugin.bench.context [--data PATH] [--trace T] [--steps N]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path to locomo10.json")
-    parser.add_argument("--steps", type=int, default=20, help="tool calls in the trace")
+    parser.add_argument(
+        "--trace",
+        choices=[*TRACES, "both"],
+        default="both",
+        help="standard (the defaults were chosen on it), heldout (built differently), or both (default)",
+    )
+    parser.add_argument("--steps", type=int, default=None, help="tool calls in the trace (default: 20 / 24)")
     args = parser.parse_args(argv)
-    print(run_context_bench(args.data, args.steps).report())
+    traces = list(TRACES) if args.trace == "both" else [args.trace]
+    print("\n\n".join(run_context_bench(args.data, args.steps, trace).report() for trace in traces))
 
 
 if __name__ == "__main__":

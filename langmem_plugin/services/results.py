@@ -1,4 +1,4 @@
-"""Tool results as memory: stored once with an id, shown in full once, then compacted to a citation.
+"""Tool results as memory: stored once with an id, shown once in a first view, then compacted to a citation.
 
 A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
 exclude lists allow) is written to the ``results`` compartment, thread-scoped
@@ -10,12 +10,21 @@ limits) is stored cut to it, and says so when read back.
 
 What the model sees of a stored result (:func:`results_view`):
 
-1. in full, up to :attr:`ResultsConfig.full_tokens` tokens, followed by its id;
-2. once the model has been called :attr:`ResultsConfig.keep_calls` times with it
-   (per tool: :attr:`ResultsConfig.keep_calls_by_tool`), or once the conversation
-   passes :attr:`ResultsConfig.compact_above_tokens`: a citation — id, tool,
-   arguments, size, a short description (:mod:`~langmem_plugin.services.compactors`)
-   and how to get the rest (``retrieve_result``).
+1. a first view: up to :attr:`ResultsConfig.full_tokens` tokens (400 by default), followed by its
+   id and, when it is longer, a note that it continues and how to read the rest
+   (``retrieve_result``: from where the view stops, page by page, filtered, ...);
+2. once the conversation passes :attr:`ResultsConfig.compact_above_tokens` (6000 by default),
+   every result seen so far at once, down to :attr:`ResultsConfig.compact_target` of it — or
+   once the model has been called :attr:`ResultsConfig.keep_calls` times with it (per tool:
+   :attr:`ResultsConfig.keep_calls_by_tool`; no limit by default): a citation — id, tool,
+   arguments, size, a short description (:mod:`~langmem_plugin.services.compactors`) and how
+   to get the rest.
+
+The default (a small first view, compaction batched at a threshold) keeps the prompt an
+append-only extension of the previous one between compactions, so the provider's prompt cache
+stays warm, and the context light. ``ResultsConfig(full_tokens=4000, keep_calls=1,
+compact_above_tokens=None)`` is the former default: each result seen in full once (up to 4000
+tokens), then a citation after one model call.
 
 Two state keys carry it, both merged with :func:`keep_first` (an entry, once
 written, never changes): ``tool_results`` (tool-call id → what was stored) and
@@ -84,11 +93,18 @@ _MAX_ARGS_CHARS = 400
 class ResultsConfig:
     """Which tool results are stored, and when the model sees a citation instead.
 
+    The default shows the first 400 tokens of a result and compacts every result seen so far
+    at once when the conversation passes 6000 tokens (down to 5% of that, i.e. all of them):
+    between compactions each prompt is the previous one plus new messages. To see each result
+    in full once instead (the former default): ``ResultsConfig(full_tokens=4000, keep_calls=1,
+    compact_above_tokens=None)``.
+
     Attributes:
         min_chars: results shorter than this are neither stored nor compacted.
         include: only these tools (``None``: every tool).
         exclude: never these tools (the result tools themselves are always excluded).
-        full_tokens: the most tokens of a result the model sees the first time.
+        full_tokens: the most tokens of a result the model sees the first time (a longer one says
+            it continues and how to read the rest).
         keep_calls: model calls that see a result in full before it is compacted (``None``: no
             limit by calls; use ``compact_above_tokens``).
         keep_calls_by_tool: ``keep_calls`` for one tool: ``{"web_fetch": 2}``.
@@ -107,11 +123,11 @@ class ResultsConfig:
     min_chars: int = 2000
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
-    full_tokens: int = 4000
-    keep_calls: int | None = 1
+    full_tokens: int = 400
+    keep_calls: int | None = None
     keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
-    compact_above_tokens: int | None = None
-    compact_target: float = 1.0
+    compact_above_tokens: int | None = 6000
+    compact_target: float = 0.05
     ttl_minutes: float | None = 24 * 60
     page_tokens: int = 2000
     summary_chars: int = 200
@@ -275,16 +291,23 @@ def store_results_steps(
 
 
 def full_view(text: str, entry: Mapping[str, Any], config: ResultsConfig, *, model: str | None = None) -> str:
-    """A stored result as the model sees it first: in full (up to ``full_tokens``), then its id."""
+    """A stored result as the model sees it first: in full up to ``full_tokens``, then its id.
+
+    A longer result is shown up to there, and the view says plainly that it continues and how to
+    read the rest with ``retrieve_result`` (from where the view stops, page by page, or in part).
+    """
     rid = entry["id"]
     shown = head_tokens(text, config.full_tokens, model=model)
-    cut = ""
-    if shown is not None:
-        cut = f"\n[cut: the first {config.full_tokens} of {entry['tokens']} tokens are shown]"
-        text = shown
+    if shown is None:
+        return (
+            f"{text}\n[result {rid} stored ({entry['chars']} characters); "
+            f'retrieve_result(id="{rid}") reads it again]'
+        )
     return (
-        f"{text}{cut}\n[result {rid} stored ({entry['chars']} characters); "
-        f'retrieve_result(id="{rid}") reads it again]'
+        f"{shown}\n[result {rid} continues: its first {config.full_tokens} of {entry['tokens']} tokens "
+        f'are shown. Read on: retrieve_result(id="{rid}", transform="excerpt", start={len(shown)}); or '
+        f'transform="full" (page=1, 2, ...), "filtered" (pattern= or path=), "first_n" / "last_n" (n=), '
+        '"summary"]'
     )
 
 
