@@ -45,13 +45,12 @@ methods only choose the driver (:func:`~langmem_plugin.services.store_steps.exec
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
->>> from langmem_plugin.services.remember import RememberConfig
->>> turn = MemoryTurn(remember=RememberConfig(compartments=("session", "user")))
+>>> turn = MemoryTurn()
 >>> store = InMemoryStore()
 >>> scope = Scope(user_id="u1", thread_id="t1")
 >>> done = turn.after_model({"messages": [HumanMessage("I like tea"), AIMessage("Noted.")]}, scope, store)
 >>> done["memory_context"]["stored"]["compartments"]
-['session', 'user']
+['user']
 >>> update = turn.before_model({"messages": [HumanMessage("What do I like?")]}, scope, store)
 >>> "I like tea" in update["memory_prompt"]
 True
@@ -59,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -243,17 +243,35 @@ class MemoryTurn:
         run_memory: Sequence[Any] | None = None,
         query: str | None = None,
     ) -> StoreSteps[Recall]:
-        """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``."""
+        """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``.
+
+        Compartments whose namespace ``scope`` cannot fill (user memory in a run without a user
+        id) are not searched, as long as one is left; with none left the recall raises
+        :class:`~langmem_plugin.errors.ScopeError`.
+        """
         return recall_steps(
             scope,
             self.layout,
             messages,
-            config=self.recall_config,
+            config=self._recall_config_for(scope),
             plan=plan,
             run_memory=run_memory,
             query=query,
             retriever=self.retriever_for(store),
         )
+
+    def _recall_config_for(self, scope: Scope) -> RecallConfig:
+        config = self.recall_config
+        usable = []
+        for compartment in config.compartments:
+            try:
+                self.layout.namespace(compartment, scope)
+            except ScopeError:
+                continue
+            usable.append(compartment)
+        if not usable or len(usable) == len(config.compartments):
+            return config  # all of them; or none, and the recall names the missing id
+        return dataclasses.replace(config, compartments=tuple(usable))
 
     def recall(self, scope: Scope, store: BaseStore, messages: Sequence[BaseMessage], **state: Any) -> Recall:
         """Recall for ``messages``; ``state`` may give ``plan`` and ``run_memory``."""
@@ -350,7 +368,7 @@ class MemoryTurn:
         if episode is None:
             return None
         layout, config = self.layout, self.remember_config
-        compartments = config.compartments
+        compartments = config.compartments_for(scope)
 
         def make() -> StoreSteps[Any]:
             return remember_steps(scope, layout, episode, compartments=compartments, config=config)
