@@ -38,8 +38,8 @@ graph.invoke({"messages": [HumanMessage("Thanks!")]}, config)
 print("events recorded by the handler:")
 for record in handler.records:
     print(" ", record)
-print("episodes in session memory:")
-for item in memory.store.search(("memories", "session", "trip")):
+print("episodes in Grace's memory (each notes its thread):")
+for item in memory.store.search(("memories", "user", "grace"), filter={"kind": "episode"}):
     print(" ", item.value["content"].replace("\n", " | "))
 # The stored episodes can be recalled later by the node or the middleware:
 recall = memory.recall(

@@ -56,6 +56,7 @@ from langmem_plugin.core.validity import INVALID_AT, is_current
 from langmem_plugin.errors import LangMemPluginError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.operations import INDEX_FIELDS
+from langmem_plugin.services.remember import EPISODE_CATEGORY
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
 __all__ = ["SCENARIO", "SCORES", "DemoTurn", "cut", "offline_extractor", "offline_model", "run_demo"]
@@ -133,8 +134,13 @@ def _dinner(messages: list[BaseMessage]) -> str:
 
 
 def _profile(messages: list[BaseMessage]) -> str:
+    """The memories recalled, not the past exchanges (episodes) recalled beside them."""
     context = _system(messages)
-    facts = [line.split(") ", 1)[1] for line in context.splitlines() if line.startswith("- (id ")]
+    facts = [
+        line.split(") ", 1)[1]
+        for line in context.splitlines()
+        if line.startswith("- (id ") and ', date "' not in line  # an episode shows its date
+    ]
     return "Here is what I remember: " + "; ".join(json.loads(f) for f in facts) if facts else "Nothing yet."
 
 
@@ -448,11 +454,17 @@ def run_demo(
         memory.flush()  # pending background extraction runs now
         _print_extraction(memory, turns, out)
         out("\n── what the store holds about sam (user memory) ────────────────────")
-        for key, record in sorted(_user_memories(memory), key=lambda pair: pair[1].category):
+        held = _user_memories(memory)
+        episodes = [record for _, record in held if record.category == EPISODE_CATEGORY]
+        for key, record in sorted(held, key=lambda pair: pair[1].category):
+            if record.category.startswith(EPISODE_CATEGORY):  # episodes and their passages
+                continue
             line = f"  {key}  {record.category:<20} accessed {record.access_count}×  {record.content}"
             if not is_current(record):
                 line += f"  [no longer true since {str(record.metadata[INVALID_AT])[:10]}]"
             out(line)
+        threads = sorted({str(r.metadata.get("thread_id")) for r in episodes})
+        out(f"  and {len(episodes)} episodes, one per exchange, recalled in any thread: {', '.join(threads)}")
         return turns
 
 

@@ -59,7 +59,9 @@ def _graph(memory: Memory, answers: list[Any]) -> Any:
 
 
 def _memories(memory: Memory) -> dict[str, dict[str, Any]]:
-    return {item.key: item.value for item in memory.store.search(USER_NS, limit=100)}
+    """Alice's memories, without the episodes of what she said (those are remember's, not extraction's)."""
+    found = memory.store.search(USER_NS, filter={"kind": {"$ne": "episode"}}, limit=100)
+    return {item.key: item.value for item in found}
 
 
 def _by_content(memory: Memory, content: str) -> tuple[str, dict[str, Any]]:

@@ -103,7 +103,10 @@ def test_a_thread_shared_with_another_user_is_kept_and_reported() -> None:
     report = memory.forget_user("alice")
     assert report.shared_threads == ["shared"]
     assert report.threads == []
-    assert len(memory.store.search(("memories", "session", "shared"))) == 2
+    assert report.counts["user"] == 1  # alice's own exchange, kept in her memory
+    assert memory.store.search(("memories", "user", "alice")) == []
+    (bobs,) = memory.store.search(("memories", "user", "bob"))  # bob's exchange in the same thread
+    assert bobs.value["metadata"]["thread_id"] == "shared"
     assert memory.store.search(("memory_meta", "threads", "bob"))
 
 
@@ -160,7 +163,7 @@ def test_a_user_who_comes_back_after_forget_user_is_indexed_again() -> None:
     graph.invoke({"messages": [HumanMessage("hello again")]}, config)
     again = memory.forget_user("alice")
     assert again.threads == ["t1"]
-    assert again.counts["session"] == 1
+    assert again.counts["user"] == 1  # the new episode, in alice's memory
 
 
 def _graph_on(memory: Memory, saver: InMemorySaver, replies: list[str]) -> Any:
@@ -175,7 +178,8 @@ PER_USER_RESULTS = MemoryLayout(namespaces={"results": ("tool_results", "{user_i
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_delete_idle_threads_removes_session_results_and_index_of_those_threads_only(mode: str) -> None:
-    memory = Memory(embeddings=FakeEmbeddings(), layout=PER_USER_RESULTS)
+    thread_only = RememberConfig(compartments=("session",))  # type: ignore[arg-type]
+    memory = Memory(embeddings=FakeEmbeddings(), layout=PER_USER_RESULTS, remember=thread_only)
     idle_saver, busy_saver = InMemorySaver(), InMemorySaver()
     for saver, thread in ((idle_saver, "old"), (busy_saver, "busy")):
         config = {"configurable": {"user_id": "alice", "thread_id": thread}}

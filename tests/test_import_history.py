@@ -158,7 +158,8 @@ def test_import_writes_what_remember_writes() -> None:
     execute(live, remember_steps(scope, layout, episode))
     import_history(imported, messages, scope, layout=layout)
     key = episode.key(scope)
-    a, b = live.get(SESSION_NS, key), imported.get(SESSION_NS, key)
+    user_ns = ("memories", "user", "u1")  # the scope names a user: user memory, live and imported
+    a, b = live.get(user_ns, key), imported.get(user_ns, key)
     assert a is not None
     assert b is not None
     ignore = {"time"}

@@ -24,7 +24,7 @@ from langmem_plugin.services.remember import (
 )
 from tests.memory_fixtures import Runner, fake_store
 
-SESSION_NS = ("memories", "session", "t1")
+EPISODES_NS = ("memories", "user", "alice")  # the run names a user: user memory
 _WORDS = [
     "tea",
     "garden",
@@ -93,27 +93,27 @@ def test_a_76560_character_answer_is_stored_whole(run: Runner, store: InMemorySt
     layout = MemoryLayout()
     run(remember_steps(scope, layout, episode))
     key = episode.key(scope)
-    head = store.get(SESSION_NS, key)
+    head = store.get(EPISODES_NS, key)
     assert head is not None
-    assert len(head.value["content"]) <= layout.limits_for("session").max_chars
+    assert len(head.value["content"]) <= layout.limits_for("user").max_chars
     count = int(head.value["metadata"]["passages"])
     assert count > 50
-    whole = run(episode_text_steps(SESSION_NS, key))
+    whole = run(episode_text_steps(EPISODES_NS, key))
     assert whole == episode.text()
     assert whole.endswith(answer)
     # every passage is its own searchable item, linked to its episode
     for n in (0, count // 2, count - 1):
-        item = store.get(SESSION_NS, passage_key(key, n))
+        item = store.get(EPISODES_NS, passage_key(key, n))
         assert item is not None
         meta = item.value["metadata"]
         assert (meta["episode"], meta["passage"], meta["passages"]) == (key, str(n), str(count))
         assert item.value["category"] == PASSAGE_CATEGORY
         assert item.value["kind"] == "episode"
-        hits = store.search(SESSION_NS, query=item.value["content"], limit=3)
+        hits = store.search(EPISODES_NS, query=item.value["content"], limit=3)
         assert passage_key(key, n) in [h.key for h in hits]
     # a replay writes the same items, no more
     run(remember_steps(scope, layout, episode))
-    assert len(store.search(SESSION_NS, limit=1000)) == count + 1
+    assert len(store.search(EPISODES_NS, limit=1000)) == count + 1
 
 
 def test_short_exchange_has_no_passages_and_carries_its_fields(store: InMemoryStore, scope: Scope) -> None:
@@ -126,7 +126,7 @@ def test_short_exchange_has_no_passages_and_carries_its_fields(store: InMemorySt
     episode = episode_from_messages(messages)
     assert episode is not None
     execute(store, remember_steps(scope, MemoryLayout(), episode))
-    (item,) = [i for i in store.search(SESSION_NS) if i.key == episode.key(scope)]
+    (item,) = [i for i in store.search(EPISODES_NS) if i.key == episode.key(scope)]
     meta = item.value["metadata"]
     assert "passages" not in meta
     first = episode_from_messages(messages[:2])
@@ -154,7 +154,7 @@ def test_sentences_can_be_embedded_as_several_vectors(scope: Scope) -> None:
     )
     assert episode is not None
     execute(store, remember_steps(scope, MemoryLayout(), episode, config=config))
-    hits = store.search(SESSION_NS, query="sister lives in Lisbon with three dogs")
+    hits = store.search(EPISODES_NS, query="sister lives in Lisbon with three dogs")
     assert hits
     assert hits[0].key == episode.key(scope)
 
@@ -170,7 +170,7 @@ def test_hostile_text_is_stored_not_rejected(store: InMemoryStore, scope: Scope)
     episode = episode_from_messages(messages)
     assert episode is not None
     execute(store, remember_steps(scope, MemoryLayout(), episode))
-    item = store.get(SESSION_NS, episode.key(scope))
+    item = store.get(EPISODES_NS, episode.key(scope))
     assert item is not None
     assert "\ufffd" in item.value["content"]
     assert len(item.value["tags"]) == 32

@@ -55,7 +55,7 @@ async def test_a_new_thread_relies_on_what_an_old_one_saved(mode: str) -> None:
 
     first = await _invoke(graph, "I love green tea, remember that.", ALICE_T1, mode)
     assert first["messages"][-1].content == "Noted: green tea."
-    assert first["memory_context"]["stored"]["compartments"] == ["session"]
+    assert first["memory_context"]["stored"]["compartments"] == ["user"]
     assert first["run_memory"] == []
 
     second = await _invoke(graph, "What should I drink? I like green tea things.", ALICE_T2, mode)
@@ -67,10 +67,11 @@ async def test_a_new_thread_relies_on_what_an_old_one_saved(mode: str) -> None:
     assert any(i["content"] == "The user prefers green tea" for i in record["items"])
     assert record["tokens"]["total"] > 0
     assert len(second["messages"]) == 2  # thread 2's own history only
-    # the episode of thread 1 is in thread 1's session memory
-    episodes = memory.store.search(("memories", "session", "t1"))
-    assert [e.value["kind"] for e in episodes] == ["episode"]
-    assert "I love green tea" in episodes[0].value["content"]
+    # the episode of thread 1 is in alice's memory, and knows its thread
+    episodes = memory.store.search(("memories", "user", "alice"), filter={"kind": "episode"})
+    assert sorted(e.value["metadata"]["thread_id"] for e in episodes) == ["t1", "t2"]
+    assert any("I love green tea" in e.value["content"] for e in episodes)
+    assert memory.store.search(("memories", "session", "t1")) == []
 
 
 def test_memory_is_per_user_in_the_graph() -> None:
@@ -190,7 +191,7 @@ async def test_callback_handler_on_an_existing_graph(mode: str) -> None:
         handler = memory.async_callback_handler()
         await graph.ainvoke({"messages": [HumanMessage("I'm Alice")]}, {**ALICE_T1, "callbacks": [handler]})
         await memory.aflush()
-    (episode,) = memory.store.search(("memories", "session", "t1"))
+    (episode,) = memory.store.search(("memories", "user", "alice"))
     assert episode.value["content"] == "User: I'm Alice\nAssistant: Hello Alice!"
     assert handler.records[0]["event"] == "stored"
 
@@ -231,8 +232,9 @@ async def test_middleware_with_create_agent(mode: str) -> None:
     system = _system_text(model.calls[-1])
     assert system.startswith("Be kind.")
     assert "The user prefers green tea" in system
-    assert out["memory_context"]["stored"]["compartments"] == ["session"]
-    assert memory.store.search(("memories", "session", "t2"))
+    assert out["memory_context"]["stored"]["compartments"] == ["user"]
+    episodes = memory.store.search(("memories", "user", "alice"), filter={"kind": "episode"})
+    assert [e.value["metadata"]["thread_id"] for e in episodes].count("t2") == 1
     assert len([m for m in out["messages"] if isinstance(m, AIMessage)]) == 1  # state not rewritten
 
 
@@ -292,7 +294,7 @@ async def test_hostile_memory_saved_by_a_tool_stays_inside_the_fence() -> None:
     assert system.count("</memory_context>") == 1
     assert system.rstrip().endswith("</memory_context>")
     assert not any(line.startswith("SYSTEM") for line in system.splitlines())
-    assert memory.store.search(("memories", "session", "t2"))  # written in the background
+    assert memory.store.search(("memories", "user", "alice"), filter={"kind": "episode"})  # in the background
     memory.close()
 
 

@@ -53,7 +53,13 @@ async def _turn(graph: Any, text: str, thread: str, mode: str) -> dict[str, Any]
 
 
 def _recalled(out: dict[str, Any]) -> dict[str, str]:
-    return {i["id"]: i["content"] for i in out["memory_context"]["items"] if i["section"] == "memories"}
+    """The memories recalled, without the episodes of earlier exchanges (recalled in every thread
+    of the user, they quote what was said then: here only what the tools wrote is checked)."""
+    return {
+        i["id"]: i["content"]
+        for i in out["memory_context"]["items"]
+        if i["section"] == "memories" and not i["id"].startswith("ep-")
+    }
 
 
 @pytest.mark.parametrize("retrieval", ["hybrid", "lexical"])

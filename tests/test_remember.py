@@ -16,6 +16,7 @@ from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, MemoryLimitError
 from langmem_plugin.services import (
+    Compartment,
     CompartmentLimits,
     EpisodeWriter,
     MemoryLayout,
@@ -29,6 +30,7 @@ from langmem_plugin.services import (
 from tests.memory_fixtures import Runner, fake_store
 
 SESSION_NS = ("memories", "session", "t1")
+USER_NS = ("memories", "user", "alice")
 
 
 class FlakyStore(InMemoryStore):
@@ -80,8 +82,9 @@ def test_remember_writes_one_episode_per_exchange(run: Runner, store: InMemorySt
     assert episode is not None
     run(remember_steps(scope, layout, episode))
     run(remember_steps(scope, layout, episode))  # a retry or a replay: still one episode
-    items = store.search(SESSION_NS)
+    items = store.search(USER_NS)  # the run names a user: user memory, by default
     assert len(items) == 1
+    assert store.search(SESSION_NS) == []
     assert items[0].value["kind"] == "episode"
     meta = items[0].value["metadata"]
     assert meta["thread_id"] == "t1"
@@ -91,18 +94,18 @@ def test_remember_writes_one_episode_per_exchange(run: Runner, store: InMemorySt
     assert meta["context"] == "User: hi\nAssistant: hello"
     assert "next" not in meta
     run(remember_steps(scope, layout, episode, compartments=["user", "session"]))  # type: ignore[list-item]
-    assert len(store.search(("memories", "user", "alice"))) == 1
+    assert len(store.search(USER_NS)) == len(store.search(SESSION_NS)) == 1
 
 
 def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scope: Scope) -> None:
-    layout = MemoryLayout(limits={"session": CompartmentLimits(max_items=3)})
-    execute(store, save_steps(scope, layout, "a fact to keep", compartment="session"))
+    layout = MemoryLayout(limits={"user": CompartmentLimits(max_items=3)})
+    execute(store, save_steps(scope, layout, "a fact to keep", compartment="user"))
     for i in range(5):
         episode = episode_from_messages([HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
         assert episode is not None
         execute(store, remember_steps(scope, layout, episode))
     contents = sorted(
-        m.record.content for m in execute(store, search_steps(scope, layout, compartments=["session"]))
+        m.record.content for m in execute(store, search_steps(scope, layout, compartments=["user"]))
     )
     assert contents == ["User: q3\nAssistant: a3", "User: q4\nAssistant: a4", "a fact to keep"]
 
@@ -112,7 +115,10 @@ def test_full_compartment_evicts_oldest_episodes_only(store: InMemoryStore, scop
     other = Scope(user_id="alice", thread_id="t9")
     execute(store, save_steps(other, facts_only, "only facts here", compartment="session"))
     with pytest.raises(MemoryLimitError, match="session memory is full"):
-        execute(store, remember_steps(other, facts_only, episode))
+        execute(
+            store,
+            remember_steps(other, facts_only, episode, config=RememberConfig(compartments=("session",))),
+        )
 
 
 def _job(scope: Scope) -> Any:
@@ -126,7 +132,7 @@ def test_a_failed_write_is_retried(scope: Scope) -> None:
     writer = EpisodeWriter(retries=3, retry_delay=0.0)
     writer.submit(store, _job(scope), "episode")
     assert writer.failed == []
-    assert len(store.search(SESSION_NS)) == 1
+    assert len(store.search(USER_NS)) == 1
 
 
 def test_a_write_that_keeps_failing_is_logged_and_kept(
@@ -142,7 +148,7 @@ def test_a_write_that_keeps_failing_is_logged_and_kept(
     store.failures = 0  # the outage ends
     assert writer.retry_failed() == 1
     assert writer.failed == []
-    assert len(store.search(SESSION_NS)) == 1
+    assert len(store.search(USER_NS)) == 1
 
 
 def test_background_writes_sync_and_async(scope: Scope) -> None:
@@ -150,7 +156,7 @@ def test_background_writes_sync_and_async(scope: Scope) -> None:
     writer = EpisodeWriter(background=True, retries=1, retry_delay=0.0)
     writer.submit(store, _job(scope), "episode")
     writer.flush(timeout=10)
-    assert len(store.search(SESSION_NS)) == 1
+    assert len(store.search(USER_NS)) == 1
 
     flaky = FlakyStore(failures=100)
 
@@ -166,9 +172,18 @@ def test_background_writes_sync_and_async(scope: Scope) -> None:
 
 
 def test_remember_config_is_validated() -> None:
-    assert RememberConfig(compartments=("user", "session")).compartments[0].value == "user"  # type: ignore[arg-type]
-    with pytest.raises(Exception, match="not available here"):
-        RememberConfig(compartments=("knowledge",))  # type: ignore[arg-type]
+    both = RememberConfig(compartments=("user", "session"))  # type: ignore[arg-type]
+    assert both.compartments == (Compartment.USER, Compartment.SESSION)
+    assert RememberConfig().compartments is None
+    for bad, said in [
+        (("knowledge",), "cannot hold 'knowledge'"),
+        ((), "non-empty tuple"),
+        ("session", "non-empty tuple, got 'session'"),
+        (("user", "user"), "names 'user' twice"),
+    ]:
+        with pytest.raises(ConfigurationError, match=said) as caught:
+            RememberConfig(compartments=bad)  # type: ignore[arg-type]
+        assert "('session',)" in str(caught.value)  # the fix is named
     with pytest.raises(ConfigurationError):
         RememberConfig(retries=-1)
     assert MemoryKind.EPISODE.value == "episode"

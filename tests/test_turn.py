@@ -24,7 +24,7 @@ def _memory() -> Memory:
 
 
 def _episodes(memory: Memory) -> list[tuple[str, str]]:
-    return sorted((i.key, i.value["content"]) for i in memory.store.search(("memories", "session", "t1")))
+    return sorted((i.key, i.value["content"]) for i in memory.store.search(("memories", "user", "u1")))
 
 
 def _through_nodes(memory: Memory) -> None:
@@ -86,8 +86,8 @@ def test_after_model_waits_for_the_answer_unless_the_run_ends_there() -> None:
     answered = {"messages": [HumanMessage("hi"), AIMessage("hello")]}
     update = turn.after_model(answered, scope, store)
     assert update is not None
-    assert update["memory_context"]["stored"]["compartments"] == ["session"]
-    assert store.search(("memories", "session", "t1"))
+    assert update["memory_context"]["stored"]["compartments"] == ["user"]
+    assert store.search(("memories", "user", "u1"))
 
 
 async def test_sync_and_async_halves_give_the_same_state_updates() -> None:

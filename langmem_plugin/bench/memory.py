@@ -9,7 +9,7 @@ does in a turn (its public API only):
   budgets, render the fenced prompt (what the recall node does before each model call) —
   without and with access counts (updating a record re-puts it, and the store re-embeds it);
 - **search tool**: ``search_memory`` with a query (5 results), access counts updated;
-- **remember** (the remember node): one exchange written to session memory as an episode;
+- **remember** (the remember node): one exchange written to the user's memory as an episode;
 
 and reports the mean tokens recall injected against the tokens of every stored
 memory as plain text (what "put everything in the prompt" would cost).

@@ -134,8 +134,9 @@ class ConsolidationConfig:
         match_limit: the most existing memories matched per candidate.
         model: the chat model that decides; ``None``: the extraction model.
         instructions: the system instructions of the decision call.
-        max_memories: the most memories one user may keep; past it the least valuable are
-            evicted, logged and counted (``None``: no cap beyond the layout's limit).
+        max_memories: the most memories one user may keep, episodes not counted (the layout's
+            limit bounds those); past it the least valuable are evicted, logged and counted
+            (``None``: no cap beyond the layout's limit).
         history: the namespace template of the history of changes.
         ttl: minutes a memory written by consolidation lives, per kind (``{"event": 60 * 24 * 30}``);
             kinds not listed live until deleted. Needs a store with TTL support (QdrantStore,
@@ -221,11 +222,17 @@ def _match_steps(
 ) -> StoreSteps[list[list[StoredMemory]]]:
     """Per candidate, the current memories of ``namespace`` that resemble it, best first."""
     limit = config.match_limit
-    pages = yield [SearchOp(namespace, query=c.content, limit=limit, refresh_ttl=False) for c in candidates]
+    not_episodes = {"kind": {"$ne": MemoryKind.EPISODE.value}}  # the user's episodes would crowd out facts
+    pages = yield [
+        SearchOp(namespace, filter=not_episodes, query=c.content, limit=limit, refresh_ttl=False)
+        for c in candidates
+    ]
     found = [[m for i in page if (m := to_stored(i, Compartment.USER))] for page in pages]
     if any(m.score is None for ms in found for m in ms):  # no index: score by word overlap instead
         items = yield from list_steps(namespace)
-        every = [m for i in items if (m := to_stored(i, Compartment.USER))]
+        every = [
+            m for i in items if (m := to_stored(i, Compartment.USER)) and m.record.kind not in _NOT_MATCHED
+        ]
         found = [
             sorted(
                 (
@@ -401,7 +408,9 @@ def consolidate_steps(
     if puts:
         yield from write_steps(puts)
     if config.max_memories is not None:
-        evicted = yield from evict_steps(namespace, config.max_memories, protect=set(result.added))
+        evicted = yield from evict_steps(
+            namespace, config.max_memories, protect=set(result.added), spare=(MemoryKind.EPISODE,)
+        )
         result.evicted.extend(m.id for m in evicted)
         result.changes.extend(
             Change(m.id, "EVICT", m.record.content, None, f"over the cap of {config.max_memories}")

@@ -3,12 +3,14 @@
 - :func:`forget_steps` deletes one memory by id (user or session memory of the
   scope) and records it in the user's history.
 - :func:`forget_user_steps` removes everything of one user: their long-term
-  memory, their history, and for every thread of theirs the session memory
-  (episodes, archived plans, summaries) and the stored tool results (the
-  layout's ``results`` compartment). It returns counts, and touches no one else.
+  memory (with the episodes of what they said, in any thread), their history,
+  and for every thread of theirs the session memory (archived plans, summaries,
+  session-only episodes) and the stored tool results (the layout's ``results``
+  compartment). It returns counts, and touches no one else.
 - :func:`delete_threads_steps` removes what belongs to threads (session memory,
   stored tool results, their thread index entries) — ``delete_idle_threads``
-  runs it for the threads it deletes from a checkpointer.
+  runs it for the threads it deletes from a checkpointer. What a user said in a
+  thread stays in that user's memory: long-term memory outlives the thread.
 - :func:`evict_steps` keeps a namespace under a cap by evicting the least
   valuable memories first: superseded ones, then lowest priority, then least
   accessed, then oldest. Every eviction is logged and returned.
@@ -24,7 +26,7 @@ also lists is shared: its namespaces are kept and reported, never deleted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from langgraph.store.base import Item, PutOp, SearchOp
@@ -71,13 +73,23 @@ def value_order(memory: StoredMemory) -> tuple[int, int, int, str]:
 
 
 def evict_steps(
-    namespace: tuple[str, ...], max_items: int, *, protect: Iterable[str] = ()
+    namespace: tuple[str, ...],
+    max_items: int,
+    *,
+    protect: Iterable[str] = (),
+    spare: Collection[MemoryKind] = (),
 ) -> StoreSteps[list[StoredMemory]]:
     """Evict the least valuable memories of ``namespace`` until it holds ``max_items``; returns them.
 
-    ``protect`` ids (just written) are not evicted. Each eviction is logged at INFO.
+    ``protect`` ids (just written) are not evicted; memories of a ``spare`` kind are neither
+    counted nor evicted (episodes: remember makes room for them itself). Each eviction is
+    logged at INFO.
     """
     items = yield from list_steps(namespace)
+    if spare:
+        items = [
+            i for i in items if (m := to_stored(i, Compartment.USER)) is None or m.record.kind not in spare
+        ]
     if len(items) <= max_items:
         return []
     kept = set(protect)

@@ -214,7 +214,7 @@ def _batches(
     config: RememberConfig,
     batch_size: int,
 ) -> Iterator[_Batch]:
-    compartments = config.compartments
+    compartments = config.compartments_for(scope)
     try:
         rooms = tuple(layout.namespace(c, scope) for c in compartments)
     except ScopeError:  # the write itself fails, is logged and kept

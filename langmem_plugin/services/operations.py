@@ -62,6 +62,7 @@ __all__ = [
     "clear_steps",
     "count_steps",
     "delete_steps",
+    "episode_room_steps",
     "get_steps",
     "list_steps",
     "new_memory_id",
@@ -265,15 +266,36 @@ def count_steps(namespace: tuple[str, ...], *, at_least: int) -> StoreSteps[bool
     return bool(page)
 
 
-def _room_steps(
-    layout: MemoryLayout, compartment: Compartment, namespace: tuple[str, ...]
-) -> StoreSteps[None]:
-    limit = layout.limits_for(compartment).max_items
+def episode_room_steps(
+    layout: MemoryLayout, comp: Compartment, namespace: tuple[str, ...], keys: set[str]
+) -> StoreSteps[list[PutOp]]:
+    """The deletes that make room in ``namespace`` for ``keys``: its oldest episodes (and passages)
+    not among them; only episodes make room, so a memory saved on purpose is never evicted.
+
+    Raises:
+        MemoryLimitError: too few episodes to make room.
+    """
+    limit = layout.limits_for(comp).max_items
     if limit is None:
-        return
-    full = yield from count_steps(namespace, at_least=limit)
-    if full:
-        layout.check_room(compartment, limit)
+        return []
+    if not (yield from count_steps(namespace, at_least=max(limit - len(keys) + 1, 1))):
+        return []
+    items = yield from list_steps(namespace, max_items=limit + len(keys))
+    absent = keys - {i.key for i in items}
+    excess = len(items) + len(absent) - limit
+    if excess <= 0:
+        return []
+    episodes = sorted(
+        (
+            m
+            for i in items
+            if i.key not in keys and (m := to_stored(i, comp)) and m.record.kind is MemoryKind.EPISODE
+        ),
+        key=lambda m: m.record.created_at,
+    )
+    if len(episodes) < excess:
+        layout.check_room(comp, len(items), len(absent))
+    return [PutOp(m.namespace, m.id, None) for m in episodes[:excess]]
 
 
 def save_steps(
@@ -314,10 +336,11 @@ def save_steps(
         fields["priority"] = priority
     record = MemoryRecord(**fields)
     layout.check_content(comp, record.content)
-    yield from _room_steps(layout, comp, namespace)
     key = memory_id or new_memory_id()
+    room = yield from episode_room_steps(layout, comp, namespace, {key})
     change = Change(key, "ADD", None, record.content)
     yield [
+        *room,
         PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS),
         *changes_ops(scope, [change], recorded_by, history=history),
     ]

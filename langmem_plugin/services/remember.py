@@ -2,9 +2,15 @@
 
 :func:`episode_from_messages` turns the end of a conversation (the last user
 message, the tools called since, the final answer) into the text of one
-episode. :func:`remember_steps` writes it to session memory (and user memory
-when configured) under a key derived from the thread and the messages, so
-writing the same exchange twice — a retry, a replay — leaves one episode.
+episode. :func:`remember_steps` writes it under a key derived from the thread
+and the messages, so writing the same exchange twice — a retry, a replay —
+leaves one episode.
+
+**Where.** By default (:meth:`RememberConfig.compartments_for`) an episode goes
+to the user's memory when the run names a user — so every thread of that user
+recalls it — and to the thread's session memory when it does not (narrower,
+never wider). Either way its metadata keeps its ``thread_id``.
+``RememberConfig(compartments=("session",))`` keeps episodes in their thread only.
 When a compartment is full, its oldest *episodes* make room; other memories
 are never evicted.
 
@@ -32,14 +38,14 @@ from langgraph.store.base import GetOp, PutOp
 from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.errors import CompartmentError, ConfigurationError
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
     Compartment,
     MemoryLayout,
     parse_compartment,
 )
-from langmem_plugin.services.operations import INDEX_FIELDS, count_steps, list_steps, to_stored, write_steps
+from langmem_plugin.services.operations import INDEX_FIELDS, episode_room_steps, write_steps
 from langmem_plugin.services.passages import Passage, join_passages, split_passages
 from langmem_plugin.services.store_steps import StoreSteps
 
@@ -70,8 +76,12 @@ class RememberConfig:
     """What remember writes, and how.
 
     Attributes:
-        compartments: where episodes go: session memory by default; add ``"user"`` to keep
-            every exchange in the user's long-term memory too.
+        compartments: where episodes go. ``None`` (the default): user memory when the run's
+            scope has a user id (every thread of that user recalls them), else the thread's
+            session memory (:meth:`compartments_for`). ``("session",)``: this thread only;
+            ``("user",)``: user memory, and a run without a user id fails to write (logged,
+            kept in ``writer.failed``); ``("user", "session")``: both (recall merges the
+            copies).
         background: write in a background worker instead of inline.
         retries: attempts after the first before a write is given up (and kept in ``failed``).
         retry_delay: seconds before the first retry; doubles each time.
@@ -86,7 +96,7 @@ class RememberConfig:
             on a store that keeps several vectors per item.
     """
 
-    compartments: tuple[Compartment, ...] = (Compartment.SESSION,)
+    compartments: tuple[Compartment, ...] | None = None
     background: bool = False
     retries: int = 3
     retry_delay: float = 0.05
@@ -95,10 +105,7 @@ class RememberConfig:
     index_fields: tuple[str, ...] = tuple(INDEX_FIELDS)
 
     def __post_init__(self) -> None:
-        comps = tuple(
-            parse_compartment(c, allowed=(Compartment.USER, Compartment.SESSION)) for c in self.compartments
-        )
-        object.__setattr__(self, "compartments", comps)
+        object.__setattr__(self, "compartments", _episode_compartments(self.compartments))
         object.__setattr__(self, "index_fields", tuple(self.index_fields))
         if self.retries < 0 or self.retry_delay < 0:
             raise ConfigurationError("retries and retry_delay must be >= 0")
@@ -111,6 +118,48 @@ class RememberConfig:
             )
         if not self.index_fields:
             raise ConfigurationError("index_fields must name at least one field, e.g. ('content',)")
+
+    def compartments_for(self, scope: Scope) -> tuple[Compartment, ...]:
+        """Where the episodes of a run of ``scope`` go: :attr:`compartments` when given, else
+        user memory when ``scope`` has a user id and the thread's session memory when not.
+
+        >>> RememberConfig().compartments_for(Scope(user_id="u1", thread_id="t1"))
+        (<Compartment.USER: 'user'>,)
+        >>> RememberConfig().compartments_for(Scope(thread_id="t1"))
+        (<Compartment.SESSION: 'session'>,)
+        """
+        if self.compartments is not None:
+            return self.compartments
+        return (Compartment.USER,) if scope.user_id else (Compartment.SESSION,)
+
+
+_EPISODE_ROOMS = (Compartment.USER, Compartment.SESSION)
+
+
+def _episode_compartments(value: object) -> tuple[Compartment, ...] | None:
+    """``RememberConfig.compartments`` checked: ``None``, or distinct ``"user"``/``"session"``."""
+    if value is None:
+        return None
+    fix = "use None (user memory when the run names a user), ('session',), ('user',) or ('user', 'session')"
+    if isinstance(value, (str, Compartment)) or not isinstance(value, Sequence) or not value:
+        raise ConfigurationError(
+            f"RememberConfig.compartments must be a non-empty tuple, got {value!r}; {fix}"
+        )
+    comps: list[Compartment] = []
+    for item in value:
+        try:
+            comp = parse_compartment(item, allowed=_EPISODE_ROOMS)
+        except CompartmentError:
+            raise ConfigurationError(
+                f"RememberConfig.compartments cannot hold {item!r}: episodes go to 'user' or "
+                f"'session' memory; {fix}"
+            ) from None
+        if comp in comps:
+            raise ConfigurationError(
+                f"RememberConfig.compartments names {comp.value!r} twice in {value!r}; {fix}"
+            )
+        comps.append(comp)
+    return tuple(comps)
 
 
 #: How many sentences an episode keeps in ``metadata.part_1`` ... ``part_N``.
@@ -467,33 +516,6 @@ def episode_text_steps(namespace: tuple[str, ...], key: str) -> StoreSteps[str |
 # -- writing ----------------------------------------------------------------------------------
 
 
-def _room_ops(
-    layout: MemoryLayout, comp: Compartment, namespace: tuple[str, ...], keys: set[str]
-) -> StoreSteps[list[PutOp]]:
-    """The deletes that make room in ``namespace`` for ``keys``: its oldest episodes not among them."""
-    limit = layout.limits_for(comp).max_items
-    if limit is None:
-        return []
-    if not (yield from count_steps(namespace, at_least=max(limit - len(keys) + 1, 1))):
-        return []
-    items = yield from list_steps(namespace, max_items=limit + len(keys))
-    absent = keys - {i.key for i in items}
-    excess = len(items) + len(absent) - limit
-    if excess <= 0:
-        return []
-    episodes = sorted(
-        (
-            m
-            for i in items
-            if i.key not in keys and (m := to_stored(i, comp)) and m.record.kind is MemoryKind.EPISODE
-        ),
-        key=lambda m: m.record.created_at,
-    )
-    if len(episodes) < excess:
-        layout.check_room(comp, len(items), len(absent))
-    return [PutOp(m.namespace, m.id, None) for m in episodes[:excess]]
-
-
 @dataclass
 class EpisodesWritten:
     """What :func:`write_episodes_steps` wrote: ``(compartment, namespace, key)`` of each episode,
@@ -511,7 +533,7 @@ def write_episodes_steps(
     layout: MemoryLayout,
     episodes: Sequence[Episode],
     *,
-    compartments: Sequence[Compartment] = (Compartment.SESSION,),
+    compartments: Sequence[Compartment] | None = None,
     config: RememberConfig | None = None,
     skip_existing: bool = False,
 ) -> StoreSteps[EpisodesWritten]:
@@ -519,6 +541,8 @@ def write_episodes_steps(
     store allows; the oldest episodes make room when a compartment is full.
 
     Args:
+        compartments: where to write (``None``: ``config``'s choice for ``scope``,
+            :meth:`RememberConfig.compartments_for`).
         skip_existing: leave an episode that is already stored with the same text as it is
             (a replayed import writes nothing).
 
@@ -530,7 +554,7 @@ def write_episodes_steps(
     index = list(config.index_fields)
     result = EpisodesWritten()
     ops: list[PutOp] = []
-    for compartment in compartments:
+    for compartment in config.compartments_for(scope) if compartments is None else compartments:
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
         namespace = layout.namespace(comp, scope)
         max_chars = layout.limits_for(comp).max_chars
@@ -545,7 +569,7 @@ def write_episodes_steps(
             result.skipped += len(stored)
             built = [b for b in built if b[0] not in stored]
         keys = {k for key, _, parts in built for k in (key, *(p for p, _ in parts))}
-        room = yield from _room_ops(layout, comp, namespace, keys)
+        room = yield from episode_room_steps(layout, comp, namespace, keys)
         if room:
             logger.info(
                 "%s memory %r is full: %d older episode items make room", comp.value, namespace, len(room)
@@ -566,10 +590,11 @@ def remember_steps(
     layout: MemoryLayout,
     episode: Episode,
     *,
-    compartments: Sequence[Compartment] = (Compartment.SESSION,),
+    compartments: Sequence[Compartment] | None = None,
     config: RememberConfig | None = None,
 ) -> StoreSteps[list[tuple[Compartment, tuple[str, ...], str]]]:
-    """Write ``episode`` into each compartment; returns ``(compartment, namespace, key)`` written.
+    """Write ``episode`` into each compartment (``None``: ``config``'s choice for ``scope``,
+    :meth:`RememberConfig.compartments_for`); returns ``(compartment, namespace, key)`` written.
 
     A text longer than one passage is also written as passages (:func:`episode_records`);
     nothing is rejected for its length.

@@ -45,13 +45,12 @@ methods only choose the driver (:func:`~langmem_plugin.services.store_steps.exec
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
->>> from langmem_plugin.services.remember import RememberConfig
->>> turn = MemoryTurn(remember=RememberConfig(compartments=("session", "user")))
+>>> turn = MemoryTurn()
 >>> store = InMemoryStore()
 >>> scope = Scope(user_id="u1", thread_id="t1")
 >>> done = turn.after_model({"messages": [HumanMessage("I like tea"), AIMessage("Noted.")]}, scope, store)
 >>> done["memory_context"]["stored"]["compartments"]
-['session', 'user']
+['user']
 >>> update = turn.before_model({"messages": [HumanMessage("What do I like?")]}, scope, store)
 >>> "I like tea" in update["memory_prompt"]
 True
@@ -230,7 +229,12 @@ class MemoryTurn:
         run_memory: Sequence[Any] | None = None,
         query: str | None = None,
     ) -> StoreSteps[Recall]:
-        """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``."""
+        """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``.
+
+        Compartments whose namespace ``scope`` cannot fill (user memory in a run without a user
+        id) are not searched, as long as one is left (:func:`~.recall.recall_steps`); with none
+        left the recall raises :class:`~langmem_plugin.errors.ScopeError`.
+        """
         return recall_steps(
             scope,
             self.layout,
@@ -336,7 +340,7 @@ class MemoryTurn:
         if episode is None:
             return None
         layout, config = self.layout, self.remember_config
-        compartments = config.compartments
+        compartments = config.compartments_for(scope)
 
         def make() -> StoreSteps[Any]:
             return remember_steps(scope, layout, episode, compartments=compartments, config=config)

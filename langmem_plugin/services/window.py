@@ -179,6 +179,7 @@ def delete_idle_threads(
         store: when given, what it keeps for those threads is deleted from it too: their session
             memory, their stored tool results (on a store without TTL nothing else removes
             them) and their entries in the thread index (``forget_user``'s list of a user's threads).
+            The episodes their users' memory holds stay: long-term memory outlives a thread.
         layout: the session and results namespace templates (default layout when ``None``).
         now: the current time (tests).
         dry_run: only say which threads would be deleted.

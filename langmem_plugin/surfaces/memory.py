@@ -9,7 +9,7 @@
 >>> graph = builder.compile(store=memory.store)
 >>> out = graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"user_id": "u1", "thread_id": "t1"}})
 >>> out["messages"][-1].content, out["memory_context"]["stored"]["compartments"]
-('Hello!', ['session'])
+('Hello!', ['user'])
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ class Memory:
             With ``retrieval=None`` recall uses the store's own search; give a store whose
             scores are fused ranks or BM25 (see :func:`scores_are_similarities`) its own
             ``min_relevance`` then.
-        remember: where episodes go, inline or background, retries.
+        remember: where episodes go (by default user memory when the run names a user, else the
+            thread's session memory), inline or background, retries.
         model: the chat model name whose tokenizer counts budgets and the window
             (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
         keys: state key names.
