@@ -78,13 +78,14 @@ class TokenBudgets:
     """Token budget of each section of the recalled context (0 turns a section off).
 
     Attributes:
-        memories: user and session memories.
+        memories: user and session memories (with the fence around them, a full section comes to
+            about 600 tokens).
         knowledge: agent knowledge (static documents).
         plan: the plan in graph state.
         run: run memory (notes of the current run).
     """
 
-    memories: int = 600
+    memories: int = 550
     knowledge: int = 800
     plan: int = 300
     run: int = 300

@@ -2,8 +2,9 @@
 
 Per query, against the engine:
 
-1. with embeddings and ``background_df`` set: one ``Count`` of the searched items
-   that have a search vector, then — when there are at least ``background_min_docs``
+1. with embeddings: one ``Count`` of the searched items that have a search
+   vector (none: the query is answered with empty lists, nothing embedded); with
+   ``background_df`` set, — when there are at least ``background_min_docs``
    of them — one BM25 probe per query term not decided recently, asking for at most
    ``ceil(background_df × total)`` ids. A probe that fills its limit marks a
    background word (the count it returns is capped at the threshold, which is all
@@ -83,19 +84,27 @@ def run_candidates(
     for q in queries:
         conditions = parse_filter(q.filter)
         base = Filter(live(now_us, q.namespace_prefix).must[:-1]).and_(*native(conditions))
-        dense_text = q.query
+        dense_text: str | None = q.query
         if config.dims is not None:
-            dense_text = yield from _without_background(config, q, base.and_(Match("indexed", 1)), verdicts)
+            indexed = base.and_(Match("indexed", 1))
+            total: int = yield Count(indexed)  # nothing searchable here: no embedding, no query
+            dense_text = (
+                (yield from _without_background(config, q, indexed, total, verdicts)) if total else None
+            )
         plans.append((q, conditions, base, dense_text))
 
     vectors: dict[str, list[float]] = {}
     if config.dims is not None:
-        texts = tuple(dict.fromkeys(text for _, _, _, text in plans))
-        embedded: list[list[float]] = yield EmbedQueries(texts)
-        vectors = dict(zip(texts, (checked(config, v) for v in embedded), strict=True))
+        texts = tuple(dict.fromkeys(text for _, _, _, text in plans if text is not None))
+        if texts:
+            embedded: list[list[float]] = yield EmbedQueries(texts)
+            vectors = dict(zip(texts, (checked(config, v) for v in embedded), strict=True))
 
     out: list[Candidates] = []
     for q, conditions, base, dense_text in plans:
+        if config.dims is not None and dense_text is None:
+            out.append(Candidates(dense=[], lexical=[], dense_query=q.query, lexical_index=True))
+            continue
 
         def check(hit: Hit, conditions: list[Condition] = conditions) -> bool:
             if int(hit.payload["expires_us"]) <= now_us:
@@ -104,7 +113,7 @@ def run_candidates(
             return all(c.matches(value) for c in conditions)
 
         dense: list[Hit] = []
-        if config.dims is not None:
+        if config.dims is not None and dense_text is not None:
             rank = Nearest(DENSE, [vectors[dense_text]])
             dense = yield from fetch_ranked(base, rank, q.limit, check)
         lexical: list[Hit] = []
@@ -118,7 +127,7 @@ def run_candidates(
             Candidates(
                 dense=_items(dense),
                 lexical=_items(lexical),
-                dense_query=dense_text,
+                dense_query=dense_text or q.query,
                 lexical_index=True,
             )
         )
@@ -132,13 +141,11 @@ def _items(hits: list[Hit]) -> list[SearchItem]:
 
 
 def _without_background(
-    config: BatchConfig, q: CandidateQuery, indexed: Filter, verdicts: TermVerdicts
+    config: BatchConfig, q: CandidateQuery, indexed: Filter, total: int, verdicts: TermVerdicts
 ) -> Steps[Call, str]:
-    """The query without its background words, found by a count and one capped probe per term."""
-    if q.background_df is None:
-        return q.query
-    total: int = yield Count(indexed)
-    if total < q.background_min_docs:
+    """The query without its background words, found by one capped probe per term (``total``: the
+    searched items with a search vector)."""
+    if q.background_df is None or total < q.background_min_docs:
         return q.query
     cap = max(1, math.ceil(q.background_df * total))
     scope = json.dumps([q.namespace_prefix, q.filter, q.background_df], sort_keys=True, default=str)
