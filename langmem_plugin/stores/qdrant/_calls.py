@@ -130,6 +130,7 @@ class Query:
     filter: Filter
     rank: OrderBy | Nearest | Fused
     limit: int
+    with_payload: bool = True  # False: ids and scores only (hits carry an empty payload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,8 @@ def _without_background(
     for term in background_terms(q.query, config.encoder):
         background = verdicts.get(scope, term, total)
         if background is None:
-            hits: list[Hit] = yield Query(indexed, Nearest(SPARSE, SparseVector((term,), (1.0,))), cap)
+            probe = Nearest(SPARSE, SparseVector((term,), (1.0,)))
+            hits: list[Hit] = yield Query(indexed, probe, cap, with_payload=False)  # ids only
             background = len(hits) >= cap
             verdicts.put(scope, term, total, background)
         freq[term] = total if background else 0

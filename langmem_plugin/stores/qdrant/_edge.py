@@ -372,6 +372,10 @@ class EdgeEngine:
         return edge_point(p)
 
     def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
+        if not call.with_payload:
+            scored_only = not isinstance(call.rank, OrderBy)
+            bare = query_request(call, has_multi=self._has_multi, with_payload=False)
+            return [Hit(str(p.id), {}, float(p.score) if scored_only else None) for p in shard.query(bare)]
         ids_only = self.cache.enabled and self.cache.warm
         generation = self.cache.generation  # before the engine reads any payload
         read: Any = False if ids_only else READ

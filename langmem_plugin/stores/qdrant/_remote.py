@@ -395,7 +395,7 @@ class ClientEngine:
         kwargs: dict[str, Any] = {
             "collection_name": self.collection,
             "limit": call.limit,
-            "with_payload": True,
+            "with_payload": call.with_payload,
             "with_vectors": False,
         }
         flt = _filter(call.filter)
