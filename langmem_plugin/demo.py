@@ -139,7 +139,7 @@ def _profile(messages: list[BaseMessage]) -> str:
     facts = [
         line.split(") ", 1)[1]
         for line in context.splitlines()
-        if line.startswith("- (id ") and ', date "' not in line  # an episode shows its date
+        if line.startswith("- (id ")  # a past exchange is shown without an id
     ]
     return "Here is what I remember: " + "; ".join(json.loads(f) for f in facts) if facts else "Nothing yet."
 

@@ -39,6 +39,7 @@ from langmem_plugin.testing import FakeEmbeddings
 DIMS = 32
 HEADERS = {
     "[memories about this user and conversation]",
+    "[past conversation, by date]",
     "[agent knowledge]",
     "[plan]",
     "[notes of this run]",
@@ -251,6 +252,7 @@ def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any],
     assert lines[1] == PREAMBLE
     sections: dict[str, list[tuple[list[Any], dict[str, Any], str]]] = {}
     current: str | None = None
+    shown_day = ""
     for line in lines[2:-1]:
         if line in HEADERS:
             assert line not in sections, f"section {line} twice"
@@ -260,6 +262,15 @@ def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any],
             kind, fields, texts = parse_plan_line(line)
             sections.setdefault(f"plan:{kind}", []).append(([], fields, texts[0] if texts else ""))
             sections.setdefault("plan:texts", []).extend(([], {}, t) for t in texts)
+        elif current == "[past conversation, by date]" and line.startswith("("):
+            day = re.fullmatch(r'\(date "(\d{4}-\d\d-\d\d)"\)', line)  # a day's heading: no stored text
+            assert day, line
+            shown_day = day.group(1)
+        elif current == "[past conversation, by date]":
+            positional, named, content = parse_entry(line)
+            assert positional == [], line  # the day is the heading's, the text the entry's
+            assert named == {}, line
+            sections[current].append(([], {"date": shown_day}, content))
         else:
             assert current is not None, f"an entry before any header: {line!r}"
             sections[current].append(parse_entry(line))
@@ -315,10 +326,13 @@ def render_hostile(
     scope = Scope.from_config(config)
     written: dict[str, MemoryRecord] = {}
     for i, (content, key, tag_texts) in enumerate(zip(contents, keys, tags, strict=False)):
+        episode = i == 2  # a past exchange: shown under its day, without id or category
         record = MemoryRecord(
             content=f"memory {i} {content}",
-            category=category,
-            tags=[t for t in (_tag(x) for x in tag_texts) if t],
+            category="episodes" if episode else category,
+            kind="episode" if episode else "fact",
+            tags=[] if episode else [t for t in (_tag(x) for x in tag_texts) if t],
+            metadata={"thread_id": f"t{n}", "position": "0"} if episode else {},
         )
         compartment = (Compartment.USER, Compartment.SESSION)[i % 2]
         store_key = f"k{i}{key}"
@@ -339,8 +353,14 @@ def render_hostile(
     recall = memory.recall([HumanMessage(f"memory {goal}")], config, plan=plan, run_memory=notes)
     sections = check_prompt(recall.prompt)
 
+    facts = {k: r for k, r in written.items() if r.kind != "episode"}
+    excerpts = sections.get("[past conversation, by date]", [])
+    episodes = [r for r in written.values() if r.kind == "episode"]
+    assert sorted(c for _, _, c in excerpts) == sorted(r.content for r in episodes)
+    for _, named, content in excerpts:
+        assert any(named["date"] == r.created_at.date().isoformat() for r in episodes if r.content == content)
     memories = sections.get("[memories about this user and conversation]", [])
-    assert len(memories) == len(written)
+    assert len(memories) == len(facts)
     for positional, named, content in memories:
         assert positional == []
         record = written[named["id"]]
@@ -375,7 +395,7 @@ def render_hostile(
     ],
 )
 @given(
-    contents=st.lists(hostile_text(), min_size=1, max_size=3),
+    contents=st.lists(hostile_text(), min_size=1, max_size=3),  # the third is an episode
     keys=st.lists(hostile_text(), min_size=3, max_size=3),
     tags=st.lists(st.lists(hostile_text(), max_size=3), min_size=3, max_size=3),
     category=categories,
@@ -397,9 +417,9 @@ def test_every_rendered_field_stays_inside_the_fence(backend: BaseStore, **field
 def test_known_attacks_in_every_field(backend: BaseStore, hostile: str) -> None:
     render_hostile(
         backend,
-        contents=[hostile, hostile + "2"],
-        keys=[hostile, hostile],
-        tags=[[hostile, "ok"], [hostile]],
+        contents=[hostile, hostile + "2", hostile + "3"],
+        keys=[hostile, hostile, hostile],
+        tags=[[hostile, "ok"], [hostile], [hostile]],
         category="a/b",
         sources=[hostile],
         goal=hostile,

@@ -33,7 +33,14 @@ from langgraph.store.base import SearchItem
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
 
-__all__ = ["CandidateQuery", "CandidateStore", "Candidates", "background_terms", "without_background"]
+__all__ = [
+    "CandidateQuery",
+    "CandidateStore",
+    "Candidates",
+    "background_terms",
+    "check_background_df",
+    "without_background",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +69,7 @@ class CandidateQuery:
             raise ConfigurationError(f"query must be a non-empty string, got {self.query!r}")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
             raise ConfigurationError(f"limit must be a whole number of at least 1, got {self.limit!r}")
-        if self.background_df is not None and not 0.0 < self.background_df <= 1.0:
-            raise ConfigurationError(
-                "background_df must be above 0 and at most 1 (or None to disable), "
-                f"got {self.background_df!r}"
-            )
+        check_background_df(self.background_df)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,14 @@ class CandidateStore(Protocol):
     async def asearch_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
         """:meth:`search_candidates`, from async code."""
         ...
+
+
+def check_background_df(value: float | None) -> None:
+    """Raise :class:`~langmem_plugin.errors.ConfigurationError` unless ``value`` is None or in (0, 1]."""
+    if value is not None and not 0.0 < value <= 1.0:
+        raise ConfigurationError(
+            f"background_df must be above 0 and at most 1 (or None to disable), got {value!r}"
+        )
 
 
 def without_background(

@@ -31,7 +31,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["FENCE_CLOSE", "FENCE_OPEN", "PREAMBLE", "add_section", "entry", "fence", "quote"]
+__all__ = ["FENCE_CLOSE", "FENCE_OPEN", "PREAMBLE", "add_section", "entry", "fence", "group", "quote"]
 
 FENCE_OPEN = "<memory_context>"
 FENCE_CLOSE = "</memory_context>"
@@ -85,6 +85,27 @@ def quote(text: object) -> str:
     return _SUSPECT.sub(lambda m: _escape_char(m.group()), dumped)
 
 
+def _fields(fields: tuple[object, ...], named: dict[str, object]) -> str:
+    """``(field, name "value", ...)``, every value quoted; ``''`` when there is none."""
+    parts = [_render(f) for f in fields if f is not None and f != ""]
+    for name, value in named.items():
+        if value is None or value == "" or (isinstance(value, list | tuple | set | frozenset) and not value):
+            continue
+        if not name.isidentifier():
+            raise ValueError(f"entry field names are identifiers written in code, got {name!r}")
+        parts.append(f"{name} {_render(value)}")
+    return f"({', '.join(parts)})" if parts else ""
+
+
+def group(**named: object) -> str:
+    """A line that heads the entries under it with fields they share: ``(date "2023-05-08")``.
+
+    >>> group(date="2023-05-08")
+    '(date "2023-05-08")'
+    """
+    return _fields((), named)
+
+
 def entry(content: object, *fields: object, **named: object) -> str:
     """One entry line of a section: ``- (field, name "value", ...) "content"``, every value quoted.
 
@@ -99,21 +120,15 @@ def entry(content: object, *fields: object, **named: object) -> str:
     section added later (tool-result citations, summaries) — renders its entries with this
     function, so no field can escape the fence.
     """
-    parts = [_render(f) for f in fields if f is not None and f != ""]
-    for name, value in named.items():
-        if value is None or value == "" or (isinstance(value, list | tuple | set | frozenset) and not value):
-            continue
-        if not name.isidentifier():
-            raise ValueError(f"entry field names are identifiers written in code, got {name!r}")
-        parts.append(f"{name} {_render(value)}")
-    head = f"({', '.join(parts)}) " if parts else ""
-    return f"- {head}{quote(content)}"
+    head = _fields(fields, named)
+    return f"- {head} {quote(content)}" if head else f"- {quote(content)}"
 
 
 def fence(sections: list[str]) -> str:
     """The fenced block: :data:`FENCE_OPEN`, :data:`PREAMBLE`, the non-empty sections, :data:`FENCE_CLOSE`.
 
-    Each section is a header line followed by :func:`entry` lines; ``''`` when no section has text.
+    Each section is a header line followed by :func:`entry` lines (and :func:`group` lines heading
+    some of them); ``''`` when no section has text.
     """
     texts = [s for s in sections if s]
     return "\n".join([FENCE_OPEN, PREAMBLE, *texts, FENCE_CLOSE]) if texts else ""

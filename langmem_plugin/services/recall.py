@@ -42,7 +42,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import SearchOp
 
-from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, fence, quote
+from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, fence, group, quote
 from langmem_plugin.core.fence import entry as fenced_entry
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
@@ -130,7 +130,7 @@ class RecallConfig:
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
     knowledge: bool = True
-    max_items: int = 10
+    max_items: int = 20
     min_relevance: float | None = 0.2
     candidates: int = 20
     w_relevance: float = 0.75
@@ -377,13 +377,75 @@ class _Fitter:
         return "\n".join([self.header, *self.lines]) if self.lines else ""
 
 
-def _memory_line(memory: StoredMemory) -> str:
-    """``- (id "...", category "...", tags [...]) "content"``; an episode shows its date instead of a
-    category (when it was said is what a question about it asks)."""
-    record = memory.record
-    if record.kind == MemoryKind.EPISODE:
-        return fenced_entry(record.content, id=memory.id, date=record.created_at.date().isoformat())
-    return fenced_entry(record.content, id=memory.id, category=record.category, tags=record.tags)
+MEMORIES_HEADER = "[memories about this user and conversation]"
+EXCERPTS_HEADER = "[past conversation, by date]"
+
+
+class _MemoriesFitter:
+    """The memories section within its budget, counting real tokens.
+
+    Saved memories come first, in rank order, each with its id and category (what the memory
+    tools act on). Past exchanges (episodes and their passages) follow under
+    :data:`EXCERPTS_HEADER`, grouped under a ``(date "...")`` line per day and in the order they
+    were said: the date is shown once per day instead of once per line, and no id is shown (the
+    memory tools' search gives it when the model needs one). Which memories make it in is
+    decided in rank order; a line's cost includes the headers it is the first to need.
+    """
+
+    def __init__(self, budget: int, model: str | None) -> None:
+        self.budget = budget
+        self.model = model
+        self.used = 0
+        self.facts: list[str] = []
+        self.days: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
+
+    def _cost(self, line: str) -> int:
+        return count_tokens(line + "\n", model=self.model)
+
+    def add(self, memory: StoredMemory) -> int | None:
+        """Add ``memory`` if it fits; its token cost, or ``None``."""
+        if not self.budget:
+            return None
+        record = memory.record
+        if record.kind is MemoryKind.EPISODE:
+            day = record.created_at.date().isoformat()
+            line = fenced_entry(record.content)
+            cost = self._cost(line)
+            cost += 0 if self.days else self._cost(EXCERPTS_HEADER)
+            cost += 0 if day in self.days else self._cost(group(date=day))
+        else:
+            line = fenced_entry(record.content, id=memory.id, category=record.category, tags=record.tags)
+            cost = self._cost(line) + (0 if self.facts else self._cost(MEMORIES_HEADER))
+        if self.used + cost > self.budget:
+            return None
+        if record.kind is MemoryKind.EPISODE:
+            self.days.setdefault(day, []).append((_said_order(memory), line))
+        else:
+            self.facts.append(line)
+        self.used += cost
+        return cost
+
+    def text(self) -> str:
+        lines = [MEMORIES_HEADER, *self.facts] if self.facts else []
+        if self.days:
+            lines.append(EXCERPTS_HEADER)
+            for day in sorted(self.days):
+                lines.append(group(date=day))
+                lines.extend(line for _, line in sorted(self.days[day]))
+        return "\n".join(lines)
+
+
+def _said_order(memory: StoredMemory) -> tuple[Any, ...]:
+    """When an exchange was said: its time, then its place in its thread (a passage after its
+    episode's head, in order)."""
+    meta = memory.record.metadata
+
+    def number(name: str) -> int:
+        value = meta.get(name, "")
+        return int(value) if value.isdigit() else -1
+
+    thread = meta.get("thread_id", "")
+    return (memory.record.created_at, thread, number("position"), number("passage"), memory.id)
 
 
 def _knowledge_line(memory: StoredMemory) -> str:
@@ -473,7 +535,7 @@ def recall_steps(
         )
     ranked = _rank(candidates, config, now)
 
-    memories = _Fitter("[memories about this user and conversation]", budgets.memories, config.model)
+    memories = _MemoriesFitter(budgets.memories, config.model)
     knowledge = _Fitter("[agent knowledge]", budgets.knowledge, config.model)
     items: list[RecalledItem] = []
     injected: list[StoredMemory] = []
@@ -481,8 +543,7 @@ def recall_steps(
         if len(items) >= config.max_items:
             break
         is_knowledge = memory.compartment is Compartment.KNOWLEDGE
-        line = _knowledge_line(memory) if is_knowledge else _memory_line(memory)
-        cost = (knowledge if is_knowledge else memories).add(line)
+        cost = knowledge.add(_knowledge_line(memory)) if is_knowledge else memories.add(memory)
         if cost is None:
             continue
         section = "knowledge" if is_knowledge else "memories"

@@ -49,7 +49,7 @@ from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
-from langmem_plugin.core.candidates import CandidateQuery, Candidates
+from langmem_plugin.core.candidates import CandidateQuery, Candidates, check_background_df
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.fusion import field_text, zscores
 from langmem_plugin.services.store_steps import CandidateSearch, StoreSteps, aexecute, execute
@@ -182,11 +182,7 @@ class RetrievalConfig:
             )
         if self.candidates < 1:
             raise ConfigurationError(f"candidates must be at least 1, got {self.candidates!r}")
-        if self.background_df is not None and not 0.0 < self.background_df <= 1.0:
-            raise ConfigurationError(
-                "background_df must be above 0 and at most 1 (or None to disable), "
-                f"got {self.background_df!r}"
-            )
+        check_background_df(self.background_df)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path
 
-from langmem_plugin.errors import InvalidFilterError, InvalidValueError
+from langmem_plugin.errors import ConfigurationError, InvalidFilterError, InvalidValueError
 
 __all__ = [
     "OPERATORS",
@@ -59,6 +59,7 @@ __all__ = [
     "compile_filter",
     "expiry",
     "index_texts",
+    "lexical_fields_of",
     "namespace_matches",
     "no_query_sort_key",
     "parse_filter",
@@ -293,6 +294,23 @@ def search_sort_key(item: SearchItem) -> tuple[int, float, float, tuple[str, ...
 
 
 # --------------------------------------------------------------------------- indexing
+
+
+def lexical_fields_of(value: Any) -> tuple[str, ...] | None:
+    """The ``lexical_fields`` of a store's index config, validated (None: not set)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise ConfigurationError(
+            f"index lexical_fields must be a non-empty list of field paths, got {value!r}. "
+            'Fix: index={..., "lexical_fields": ["content"]} (a list, even for one field).'
+        )
+    bad = [f for f in value if not isinstance(f, str) or not f.strip()]
+    if bad:
+        raise ConfigurationError(
+            f"index lexical_fields holds {bad!r}, not field paths. Fix: strings such as 'metadata.context'."
+        )
+    return tuple(value)
 
 
 def index_texts(value: Mapping[str, Any], fields: Sequence[str] | None) -> list[str]:

@@ -29,7 +29,7 @@ from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
-from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, lexical_fields_of, utc_clock
 from langmem_plugin.stores._validation import CheckedStore
 from langmem_plugin.stores.checkpointer import _history
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
@@ -394,24 +394,15 @@ class CheckpointerStore(CheckedStore):
 
 def _lexical_fields(value: Any, mode: Mode) -> list[str] | None:
     """The ``lexical_fields`` of an index config, validated (None: BM25 reads ``fields``)."""
-    if value is None:
+    fields = lexical_fields_of(value)
+    if fields is None:
         return None
-    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
-        raise ConfigurationError(
-            f"index lexical_fields must be a non-empty list of field paths, got {value!r}. "
-            'Fix: index={..., "lexical_fields": ["content"]} (a list, even for one field).'
-        )
-    bad = [f for f in value if not isinstance(f, str) or not f.strip()]
-    if bad:
-        raise ConfigurationError(
-            f"index lexical_fields holds {bad!r}, not field paths. Fix: strings such as 'metadata.context'."
-        )
     if mode == "semantic":
         raise ConfigurationError(
-            f"index lexical_fields {list(value)!r} needs a BM25 index, but the mode is 'semantic'. "
+            f"index lexical_fields {list(fields)!r} needs a BM25 index, but the mode is 'semantic'. "
             'Fix: index={..., "mode": "hybrid"} (or "lexical"), or drop lexical_fields.'
         )
-    return list(value)
+    return list(fields)
 
 
 def _embeddings(embed: Any) -> Embeddings:

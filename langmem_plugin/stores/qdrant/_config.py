@@ -21,7 +21,7 @@ from qdrant_client import AsyncQdrantClient
 from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.stores._common import Clock, TTLSettings, utc_clock
+from langmem_plugin.stores._common import Clock, TTLSettings, lexical_fields_of, utc_clock
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS
 from langmem_plugin.stores.qdrant._calls import Fusion, SearchMode
 from langmem_plugin.stores.qdrant._layout import FilterIndexType, filter_index_fields
@@ -213,22 +213,6 @@ def _fusion_of(value: Any) -> Fusion:
     return cast(Fusion, value)
 
 
-def _lexical_fields_of(value: Any) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
-        raise ConfigurationError(
-            f"index lexical_fields must be a non-empty list of field paths, got {value!r}. "
-            'Fix: index={..., "lexical_fields": ["content"]} (a list, even for one field).'
-        )
-    bad = [f for f in value if not isinstance(f, str) or not f.strip()]
-    if bad:
-        raise ConfigurationError(
-            f"index lexical_fields holds {bad!r}, not field paths. Fix: strings such as 'metadata.context'."
-        )
-    return tuple(value)
-
-
 def _embeddings_of(embed: Any) -> Embeddings:
     """IndexConfig's ``embed``: an Embeddings, a sync or async function, a "provider:model" string."""
     if inspect.iscoroutinefunction(embed):
@@ -267,7 +251,7 @@ def batch_config(
         dims = int(raw_dims) if raw_dims else embedding_dims(embeddings)
         raw_fields = index.get("fields")
         fields = tuple(raw_fields) if raw_fields else None
-        lexical_fields = _lexical_fields_of(cast(Mapping[str, Any], index).get("lexical_fields"))
+        lexical_fields = lexical_fields_of(cast(Mapping[str, Any], index).get("lexical_fields"))
     base = BatchConfig(
         dims=dims, fields=fields, lexical_fields=lexical_fields, ttl=TTLSettings.from_config(ttl)
     )

@@ -1,0 +1,83 @@
+"""How recall shows past exchanges: under their day, in the order they were said, without ids."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin import Memory
+from langmem_plugin.core.fence import entry
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.services import MemoryLayout, RecallConfig, TokenBudgets, execute, save_steps
+from langmem_plugin.testing import FakeEmbeddings
+
+CONFIG: Any = {"configurable": {"user_id": "sam", "thread_id": "now"}}
+HISTORY = [
+    {
+        "date": "2023-06-02",
+        "messages": [
+            {"role": "Sam", "content": "The cello lesson moved to Friday."},
+            {"role": "Ana", "content": "Friday works, the cello is tuned."},
+        ],
+    },
+    {
+        "date": "2023-05-08",
+        "messages": [
+            {"role": "Sam", "content": "I bought a cello today."},
+            {"role": "Ana", "content": "A cello! Which maker?"},
+            {"role": "Sam", "content": "A German one, from 1920."},
+        ],
+    },
+]
+
+
+def _memory(**recall: Any) -> Memory:
+    store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
+    memory = Memory(store, recall=RecallConfig(min_relevance=None, **recall))
+    old_thread: Any = {"configurable": {"user_id": "sam", "thread_id": "old"}}
+    report = memory.import_history(HISTORY, old_thread, per="message")
+    assert report.written == 5, report
+    return memory
+
+
+def test_exchanges_are_grouped_by_day_in_the_order_they_were_said() -> None:
+    memory = _memory()
+    scope = Scope.from_config(CONFIG)
+    cello = save_steps(scope, MemoryLayout(), "Sam plays the cello", category="hobbies")
+    saved = execute(memory.store, cello)
+    recall = memory.recall([HumanMessage("cello")], CONFIG)
+    lines = recall.prompt.splitlines()[2:-1]
+    assert lines == [
+        "[memories about this user and conversation]",
+        entry("Sam plays the cello", id=saved.id, category="hobbies"),  # a saved memory keeps its id
+        "[past conversation, by date]",
+        '(date "2023-05-08")',
+        '- "Sam: I bought a cello today."',
+        '- "Ana: A cello! Which maker?"',
+        '- "Sam: A German one, from 1920."',
+        '(date "2023-06-02")',
+        '- "Sam: The cello lesson moved to Friday."',
+        '- "Ana: Friday works, the cello is tuned."',
+    ]
+    # the record keeps the rank order and every item's id, for state and the tools
+    assert len(recall.items) == 6
+    assert all(i.id for i in recall.items)
+    assert json.loads(lines[4][2:]) == "Sam: I bought a cello today."
+
+
+def test_the_headings_are_paid_for_within_the_budget() -> None:
+    full = _memory().recall([HumanMessage("cello")], CONFIG)
+    section = full.tokens["memories"]
+    for budget in range(section - 12, section + 1):
+        recall = _memory(budgets=TokenBudgets(memories=budget)).recall([HumanMessage("cello")], CONFIG)
+        assert recall.tokens["memories"] <= budget
+        body = recall.prompt.splitlines()[2:-1]
+        assert count_tokens("\n".join(body)) == recall.tokens["memories"]
+        heads = [i for i, line in enumerate(body) if line.startswith("(date ")]
+        assert all(body[i + 1].startswith("- ") for i in heads)  # no day is shown without an exchange
+        assert sum(i.tokens for i in recall.items) >= recall.tokens["memories"] - 1
+    assert full.tokens["memories"] == sum(i.tokens for i in full.items)
