@@ -579,12 +579,10 @@ def recall_steps(
         kept.append(line)
     run_fit.lines = list(reversed(kept))
 
-    sections = {"memories": memories, "knowledge": knowledge, "plan": plan_fit, "run": run_fit}
-    texts = [f.text() for f in sections.values() if f.text()]
-    prompt = fence(texts)
-    tokens = {
-        name: (count_tokens(f.text(), model=config.model) if f.text() else 0) for name, f in sections.items()
-    }
+    sections = {"memories": memories.text(), "knowledge": knowledge.text(), "plan": plan_fit.text()}
+    sections["run"] = run_fit.text()
+    prompt = fence([text for text in sections.values() if text])
+    tokens = {name: (count_tokens(text, model=config.model) if text else 0) for name, text in sections.items()}
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
 
     if config.track_access and injected:
