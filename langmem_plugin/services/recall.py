@@ -582,7 +582,7 @@ def recall_steps(
     sections = {"memories": memories.text(), "knowledge": knowledge.text(), "plan": plan_fit.text()}
     sections["run"] = run_fit.text()
     prompt = fence([text for text in sections.values() if text])
-    tokens = {name: (count_tokens(text, model=config.model) if text else 0) for name, text in sections.items()}
+    tokens = {name: count_tokens(text, model=config.model) if text else 0 for name, text in sections.items()}
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
 
     if config.track_access and injected:
