@@ -42,6 +42,7 @@ from langmem_plugin.surfaces import (
     WindowConfig,
     add_memory_agent,
     create_memory_tools,
+    memory_index,
 )
 
 if TYPE_CHECKING:  # type checkers see the name; a module __getattr__ would hide unknown imports from them
@@ -90,5 +91,6 @@ __all__ = [
     "add_memory_agent",
     "count_tokens",
     "create_memory_tools",
+    "memory_index",
     "trim_window",
 ]

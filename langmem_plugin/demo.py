@@ -49,13 +49,20 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_plugin import ExtractionConfig, Memory, MemoryRecord, MemoryState, RecallConfig, Scope
+from langmem_plugin import (
+    ExtractionConfig,
+    Memory,
+    MemoryRecord,
+    MemoryState,
+    RecallConfig,
+    Scope,
+    memory_index,
+)
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.core.validity import INVALID_AT, is_current
 from langmem_plugin.errors import LangMemPluginError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
-from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.remember import EPISODE_CATEGORY
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
@@ -309,8 +316,8 @@ class _PromptSpy(BaseCallbackHandler):
 def _default_store(directory: Path) -> Iterator[BaseStore]:
     from langmem_plugin.stores.qdrant import QdrantStore
 
-    index = {"dims": 384, "embed": MiniLMEmbeddings(), "fields": list(INDEX_FIELDS)}
-    with QdrantStore(path=directory / "memory", index=index) as store:  # type: ignore[arg-type]
+    index = memory_index(MiniLMEmbeddings())
+    with QdrantStore(path=directory / "memory", index=index) as store:
         yield store
 
 

@@ -47,6 +47,7 @@ EXPECTED_ALL = {
     "add_memory_agent",
     "count_tokens",
     "create_memory_tools",
+    "memory_index",
     "trim_window",
 }
 

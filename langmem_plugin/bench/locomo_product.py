@@ -1,9 +1,10 @@
 """The ``product`` rows of ``bench locomo``: LoCoMo through the path a user takes.
 
-Each conversation goes into a fresh :class:`~langmem_plugin.Memory` (episodes in the session
-and the user compartments), imported with :meth:`~langmem_plugin.Memory.import_history`
-(``per="message"``: one episode per turn, each written by remember's own writer, ids kept in
-``metadata.message_ids``), and every question is recalled with
+Each conversation goes into a fresh :class:`~langmem_plugin.Memory` with its defaults (a
+QdrantStore gets :func:`~langmem_plugin.memory_index`; episodes go to the user's memory),
+imported with :meth:`~langmem_plugin.Memory.import_history` (``per="message"``: one episode
+per turn, each written by remember's own writer, ids kept in ``metadata.message_ids``), and
+every question is recalled with
 :meth:`~langmem_plugin.Memory.recall` — the default :class:`~langmem_plugin.RecallConfig` and
 budgets, from another thread of the same user. What is measured is what recall *injects*:
 
@@ -33,7 +34,6 @@ from langchain_core.runnables import RunnableConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services.layout import Compartment
-from langmem_plugin.services.remember import RememberConfig
 
 if TYPE_CHECKING:
     from langmem_plugin import Memory
@@ -44,8 +44,6 @@ __all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
 #: The product rows: ``product`` (embedded QdrantStore) and ``product-inmemory`` (LangGraph's
 #: InMemoryStore, ``Memory()``'s default store).
 PRODUCT_VARIANTS: tuple[str, ...] = ("product", "product-inmemory")
-#: Where a user keeps memory across threads (issue 13, item 5).
-COMPARTMENTS: tuple[Compartment, ...] = (Compartment.SESSION, Compartment.USER)
 
 
 @dataclass(frozen=True)
@@ -78,22 +76,12 @@ def history_of(conversation: Conversation) -> list[dict[str, Any]]:
 
 
 def _memory(name: str, embeddings: Embeddings, directory: Path) -> Memory:
-    from langmem_plugin import Memory
+    from langmem_plugin import Memory, QdrantStore, memory_index
 
-    remember = RememberConfig(compartments=COMPARTMENTS)
     if name == "product-inmemory":
-        return Memory(embeddings=embeddings, remember=remember)
-    from langmem_plugin import QdrantStore
+        return Memory(embeddings=embeddings)
 
-    dims = getattr(embeddings, "dims", None) or len(embeddings.embed_query("dims"))
-    # as docs/recall.md advises: BM25 also reads the turn before each episode
-    index: Any = {
-        "dims": dims,
-        "embed": embeddings,
-        "fields": ["content"],
-        "lexical_fields": ["metadata.context", "content"],
-    }
-    return Memory(store=QdrantStore(path=directory, index=index), remember=remember)
+    return Memory(store=QdrantStore(path=directory, index=memory_index(embeddings)))
 
 
 def _close(memory: Memory) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from langmem_plugin.services.turn import StateKeys, WindowConfig
 from langmem_plugin.surfaces.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
-from langmem_plugin.surfaces.memory import Memory, ToolsConfig, default_store
+from langmem_plugin.surfaces.memory import Memory, ToolsConfig, default_store, memory_index
 from langmem_plugin.surfaces.nodes import MemoryState, ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.plan_tools import PLAN_TOOL_NAMES, PlanState, create_plan_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
@@ -33,4 +33,5 @@ __all__ = [
     "create_memory_tools",
     "create_plan_tools",
     "default_store",
+    "memory_index",
 ]

@@ -27,7 +27,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import StateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, IndexConfig
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
@@ -61,7 +61,14 @@ from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 if TYPE_CHECKING:
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
-__all__ = ["Memory", "ToolsConfig", "default_store", "scores_are_similarities"]
+__all__ = [
+    "LEXICAL_FIELDS",
+    "Memory",
+    "ToolsConfig",
+    "default_store",
+    "memory_index",
+    "scores_are_similarities",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +88,43 @@ class ToolsConfig:
     names: Mapping[str, str] = field(default_factory=dict)
     instructions: str | None = None
     compartments: tuple[Compartment | str, ...] = (Compartment.USER, Compartment.SESSION)
+
+
+#: What BM25 should read of what remember writes: the session's date (as the history gave it),
+#: the turn before (the question an answer shares no word with) and the text itself.
+LEXICAL_FIELDS: tuple[str, ...] = ("metadata.session", "metadata.context", "content")
+
+
+class MemoryIndexConfig(IndexConfig, total=False):
+    """An ``index`` config that ``QdrantStore`` and ``CheckpointerStore`` both take."""
+
+    lexical_fields: list[str]
+    mode: Literal["semantic", "lexical", "hybrid"]
+
+
+def memory_index(
+    embeddings: EmbeddingsSpec | None = None, *, mode: Literal["semantic", "lexical", "hybrid"] = "hybrid"
+) -> MemoryIndexConfig:
+    """The ``index`` config for ``QdrantStore`` and ``CheckpointerStore`` that suits what Memory writes.
+
+    Dense vectors of each memory's ``content``, and a BM25 index over :data:`LEXICAL_FIELDS`
+    (the stores' candidate lists give recall both). ``embeddings`` is resolved as ``Memory``
+    resolves it (default: the offline MiniLM). ``mode`` is read by a CheckpointerStore only
+    (QdrantStore always keeps both indexes): ``"hybrid"`` keeps the BM25 index its default
+    ``"semantic"`` mode does without.
+
+    >>> from langmem_plugin.testing import FakeEmbeddings
+    >>> index = memory_index(FakeEmbeddings(32))
+    >>> index["dims"], index["fields"], index["lexical_fields"], index["mode"]
+    (32, ['content'], ['metadata.session', 'metadata.context', 'content'], 'hybrid')
+    """
+    embedder = resolve_embeddings(embeddings)
+    index = MemoryIndexConfig(
+        dims=embedding_dims(embedder), embed=embedder, fields=list(INDEX_FIELDS), mode=mode
+    )
+    if mode != "semantic":
+        index["lexical_fields"] = list(LEXICAL_FIELDS)
+    return index
 
 
 def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
