@@ -71,6 +71,8 @@ def text_problem(text: str) -> str | None:
     >>> text_problem("ok") is None, text_problem("bad \\ud800")
     (True, "holds a lone surrogate '\\\\ud800' at index 4 (not valid Unicode text)")
     """
+    if text.isascii():  # no surrogate is ASCII
+        return None
     found = _SURROGATE.search(text)
     if found is None:
         return None

@@ -32,6 +32,7 @@ priority and recency.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -402,6 +403,14 @@ class _MemoriesFitter:
     def _cost(self, line: str) -> int:
         return count_tokens(line + "\n", model=self.model)
 
+    @functools.cached_property
+    def _excerpts_header(self) -> int:
+        return self._cost(EXCERPTS_HEADER)
+
+    @functools.cached_property
+    def _memories_header(self) -> int:
+        return self._cost(MEMORIES_HEADER)
+
     def add(self, memory: StoredMemory) -> int | None:
         """Add ``memory`` if it fits; its token cost, or ``None``."""
         if not self.budget:
@@ -411,11 +420,11 @@ class _MemoriesFitter:
             day = record.created_at.date().isoformat()
             line = fenced_entry(record.content)
             cost = self._cost(line)
-            cost += 0 if self.days else self._cost(EXCERPTS_HEADER)
+            cost += 0 if self.days else self._excerpts_header
             cost += 0 if day in self.days else self._cost(group(date=day))
         else:
             line = fenced_entry(record.content, id=memory.id, category=record.category, tags=record.tags)
-            cost = self._cost(line) + (0 if self.facts else self._cost(MEMORIES_HEADER))
+            cost = self._cost(line) + (0 if self.facts else self._memories_header)
         if self.used + cost > self.budget:
             return None
         if record.kind is MemoryKind.EPISODE:
