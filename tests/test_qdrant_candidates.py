@@ -12,7 +12,8 @@ from langchain_core.embeddings import Embeddings
 from langmem_plugin.core.candidates import CandidateQuery, CandidateStore
 from langmem_plugin.errors import LangMemPluginError
 from langmem_plugin.stores.qdrant import QdrantStore
-from langmem_plugin.stores.qdrant._calls import Count, Nearest, Query
+from langmem_plugin.stores.qdrant._calls import Count, Nearest, Query, QueryBatch
+from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE
 from langmem_plugin.testing import FakeEmbeddings
 from tests.store_contract import FakeClock
 
@@ -115,18 +116,23 @@ def test_background_words_leave_the_dense_query_and_verdicts_are_kept(tmp_path: 
         assert found.dense_query == "When did sign up for pottery?"
         assert embeddings.queries[-1] == "When did sign up for pottery?"
         assert "pottery" in {i.key for i in found.lexical}  # BM25 reads the whole query
-        probes = [c for c in calls if isinstance(c, Query) and isinstance(c.rank, Nearest) and c.limit < 50]
-        assert probes  # one per term, capped at the threshold
+        batches = [c for c in calls if isinstance(c, QueryBatch)]
+        assert len(batches) == 2  # the probes, then the dense and the BM25 list: one round trip each
+        probes, ranked = batches[0].queries, batches[1].queries
+        assert all(not c.with_payload and isinstance(c.rank, Nearest) for c in probes)  # ids only
         assert {c.limit for c in probes} == {5}, [c.limit for c in probes]  # ceil(0.2 * 21)
+        assert [c.rank.using for c in ranked if isinstance(c.rank, Nearest)] == [DENSE, SPARSE]
+        assert not [c for c in calls if isinstance(c, Query)]  # nothing outside the batches
         calls.clear()
         store.search_candidates([query])
         assert sum(isinstance(c, Count) for c in calls) == 1
-        assert len([c for c in calls if isinstance(c, Query)]) == 2  # dense + BM25: the verdicts held
+        (ranked_again,) = [c for c in calls if isinstance(c, QueryBatch)]  # the verdicts held: no probe
+        assert len(ranked_again.queries) == 2
         for i in range(20, 30):  # the namespace grows by more than 5%: the verdicts are taken again
             store.put(NS, f"k{i}", {"content": f"Caroline: note number {i}"})
         calls.clear()
         store.search_candidates([query])
-        assert len([c for c in calls if isinstance(c, Query)]) > 2
+        assert len([c for c in calls if isinstance(c, QueryBatch)]) == 2
 
 
 def test_small_namespaces_and_background_none_keep_the_query(tmp_path: Path) -> None:
@@ -163,3 +169,27 @@ def test_bad_queries_are_typed_errors(store: QdrantStore) -> None:
         store.search_candidates([CandidateQuery(NS, "tea", filter={"kind": {"$regex": "x"}})])
     with pytest.raises(LangMemPluginError, match="CandidateQuery"):
         store.search_candidates(["tea"])  # type: ignore[list-item]
+
+
+def test_the_client_engine_sends_each_batch_as_one_query_batch_points(tmp_path: Path) -> None:
+    """Through qdrant-client (its local mode here; a server alike): the same lists as the embedded
+    engine, with the probes in one ``query_batch_points`` and the lists in another."""
+    query = CandidateQuery(NS, "When did Caroline sign up for pottery?")
+    with _filled(RecordingEmbeddings(), tmp_path / "q", 20) as embedded:
+        (expected,) = embedded.search_candidates([query])
+    with _filled(RecordingEmbeddings(), ":memory:", 20) as remote:
+        client = remote._engine.client  # type: ignore[attr-defined]
+        sent: list[str] = []
+        for method in ("query_points", "query_batch_points", "count", "scroll"):
+            original = getattr(client, method)
+
+            def recorded(*args: Any, _method: str = method, _original: Any = original, **kwargs: Any) -> Any:
+                sent.append(_method)
+                return _original(*args, **kwargs)
+
+            setattr(client, method, recorded)
+        (found,) = remote.search_candidates([query])
+    assert sent == ["count", "query_batch_points", "query_batch_points"]
+    assert found.dense_query == expected.dense_query == "When did sign up for pottery?"
+    assert [i.key for i in found.lexical] == [i.key for i in expected.lexical]
+    assert [i.key for i in found.dense] == [i.key for i in expected.dense]

@@ -28,6 +28,7 @@ __all__ = [
     "OrderBy",
     "PointData",
     "Query",
+    "QueryBatch",
     "Retrieve",
     "Scroll",
     "SearchMode",
@@ -134,6 +135,13 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
+class QueryBatch:
+    """Several :class:`Query` calls in one round trip → ``list[list[Hit]]``, in order."""
+
+    queries: tuple[Query, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Scroll:
     """A page of points matching ``filter``, in id order, from id ``offset`` on.
 
@@ -179,5 +187,5 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
-EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | Scroll | Facet | Count
+EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | QueryBatch | Scroll | Facet | Count
 Call = EngineCall | EmbedDocuments | EmbedQueries

@@ -1,21 +1,27 @@
 """The steps of ``search_candidates``: the dense and the BM25 top-N of each query, raw and unfused.
 
-Per query, against the engine:
+Against the engine, for all the queries of one call:
 
-1. with embeddings: one ``Count`` of the searched items that have a search
-   vector (none: the query is answered with empty lists, nothing embedded); with
-   ``background_df`` set, — when there are at least ``background_min_docs``
-   of them — one BM25 probe per query term not decided recently, asking for at most
-   ``ceil(background_df × total)`` ids. A probe that fills its limit marks a
-   background word (the count it returns is capped at the threshold, which is all
-   the rule needs), so no probe reads more than the threshold's worth of ids and
-   nothing reads the namespace. A term's verdict is kept (:class:`TermVerdicts`)
-   while the searched items number within 5% of the count it was taken at: a
-   word's share of the items cannot move much before that;
-2. one embedding request for the dense texts of every query of the call;
-3. a dense query and a BM25 query of ``limit`` hits each, with expiry and the
-   exact filter re-checked on every hit (topped up until ``limit`` pass, as
-   ``search`` does).
+1. with embeddings, per query: one ``Count`` of the searched items that have a
+   search vector (none: the query is answered with empty lists, nothing embedded);
+2. with ``background_df`` set (and at least ``background_min_docs`` such items):
+   one BM25 probe per query term not decided recently, asking for at most
+   ``ceil(background_df × total)`` ids — every probe of every query in one
+   :class:`~._calls.QueryBatch` (one ``query_batch_points`` on a server). A probe
+   that fills its limit marks a background word (the count it returns is capped at
+   the threshold, which is all the rule needs), so no probe reads more than the
+   threshold's worth of ids, and none reads a payload or the namespace. A term's
+   verdict is kept (:class:`TermVerdicts`) while the searched items number within
+   5% of the count it was taken at: a word's share of the items cannot move much
+   before that;
+3. one embedding request for the dense texts of every query;
+4. the dense and the BM25 query of every query, ``limit`` hits each, in one
+   ``QueryBatch``, with expiry and the exact filter re-checked on every hit (the
+   lists short of ``limit`` after the check are topped up in another batch).
+
+So a recall over user and session memory is, on a server, two counts, at most
+one batch of probes and one batch of four queries: what comes back is the
+candidates fused, and the probes' ids.
 
 The hits are the items as stored, scored by the engine: cosine for the dense
 list (a multi-vector item scores its best vector), BM25 for the lexical one.
@@ -26,7 +32,8 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from langgraph.store.base import SearchItem, SearchOp
 
@@ -37,11 +44,11 @@ from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import Condition, parse_filter
 from langmem_plugin.stores._validation import validate_op
 from langmem_plugin.stores.qdrant._batch import Refresh
-from langmem_plugin.stores.qdrant._calls import Call, Count, EmbedQueries, Hit, Nearest, Query
+from langmem_plugin.stores.qdrant._calls import Call, Count, EmbedQueries, Hit, Nearest, Query, QueryBatch
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import Filter, Match, live, native
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
-from langmem_plugin.stores.qdrant._search import fetch_ranked
+from langmem_plugin.stores.qdrant._search import fetch_ranked_batch
 from langmem_plugin.stores.qdrant._writes import checked
 
 __all__ = ["TermVerdicts", "run_candidates"]
@@ -79,47 +86,48 @@ def run_candidates(
         if not isinstance(q, CandidateQuery):
             raise ConfigurationError(f"search_candidates takes CandidateQuery objects, got {q!r}")
         validate_op(SearchOp(q.namespace_prefix, q.filter, q.limit, 0, q.query))
-    refresh = Refresh()
-    plans = []
+    plans: list[_Plan] = []
     for q in queries:
         conditions = parse_filter(q.filter)
         base = Filter(live(now_us, q.namespace_prefix).must[:-1]).and_(*native(conditions))
-        dense_text: str | None = q.query
+        plan = _Plan(q, conditions, base)
         if config.dims is not None:
-            indexed = base.and_(Match("indexed", 1))
-            total: int = yield Count(indexed)  # nothing searchable here: no embedding, no query
-            dense_text = (
-                (yield from _without_background(config, q, indexed, total, verdicts)) if total else None
-            )
-        plans.append((q, conditions, base, dense_text))
+            plan.indexed = base.and_(Match("indexed", 1))
+            plan.total = yield Count(plan.indexed)  # nothing searchable here: no embedding, no query
+        plans.append(plan)
 
-    vectors: dict[str, list[float]] = {}
     if config.dims is not None:
-        texts = tuple(dict.fromkeys(text for _, _, _, text in plans if text is not None))
+        yield from _drop_background(config, plans, verdicts)
+        texts = tuple(dict.fromkeys(p.dense_text for p in plans if p.dense_text is not None))
         if texts:
             embedded: list[list[float]] = yield EmbedQueries(texts)
             vectors = dict(zip(texts, (checked(config, v) for v in embedded), strict=True))
+            for plan in plans:
+                if plan.dense_text is not None:
+                    plan.dense_vector = vectors[plan.dense_text]
 
-    out: list[Candidates] = []
-    for q, conditions, base, dense_text in plans:
-        if config.dims is not None and dense_text is None:
-            out.append(Candidates(dense=[], lexical=[], dense_query=q.query, lexical_index=True))
-            continue
-
-        def check(hit: Hit, conditions: list[Condition] = conditions) -> bool:
-            if int(hit.payload["expires_us"]) <= now_us:
-                return False
-            value = hit.payload["value"]
-            return all(c.matches(value) for c in conditions)
-
-        dense: list[Hit] = []
-        if config.dims is not None and dense_text is not None:
-            rank = Nearest(DENSE, [vectors[dense_text]])
-            dense = yield from fetch_ranked(base, rank, q.limit, check)
-        lexical: list[Hit] = []
-        sparse = config.encoder.encode_query(q.query)
+    # every list of every query in one batch of engine queries
+    wanted: list[tuple[Filter, Nearest, int, Callable[[Hit], bool]]] = []
+    slots: list[tuple[int | None, int | None]] = []
+    for plan in plans:
+        check = _checker(plan.conditions, now_us)
+        dense_at = lexical_at = None
+        if plan.dense_vector is not None:
+            dense_at = len(wanted)
+            wanted.append((plan.base, Nearest(DENSE, [plan.dense_vector]), plan.query.limit, check))
+        searchable = config.dims is None or plan.total > 0
+        sparse = config.encoder.encode_query(plan.query.query) if searchable else None
         if sparse:
-            lexical = yield from fetch_ranked(base, Nearest(SPARSE, sparse), q.limit, check)
+            lexical_at = len(wanted)
+            wanted.append((plan.base, Nearest(SPARSE, sparse), plan.query.limit, check))
+        slots.append((dense_at, lexical_at))
+    lists: list[list[Hit]] = (yield from fetch_ranked_batch(wanted)) if wanted else []
+
+    refresh = Refresh()
+    out: list[Candidates] = []
+    for plan, (dense_at, lexical_at) in zip(plans, slots, strict=True):
+        dense = lists[dense_at] if dense_at is not None else []
+        lexical = lists[lexical_at] if lexical_at is not None else []
         if config.ttl.refresh(None):
             for hit in (*dense, *lexical):
                 refresh.add(hit)
@@ -127,7 +135,7 @@ def run_candidates(
             Candidates(
                 dense=_items(dense),
                 lexical=_items(lexical),
-                dense_query=dense_text or q.query,
+                dense_query=plan.dense_text or plan.query.query,
                 lexical_index=True,
             )
         )
@@ -135,28 +143,76 @@ def run_candidates(
     return out
 
 
+@dataclass
+class _Plan:
+    """One query of the call, as its steps fill it in."""
+
+    query: CandidateQuery
+    conditions: list[Condition]
+    base: Filter
+    indexed: Filter | None = None
+    total: int = 0  # the searched items with a search vector (with embeddings)
+    dense_text: str | None = None  # the query without its background words (None: nothing to embed)
+    dense_vector: list[float] | None = None
+
+
+def _checker(conditions: list[Condition], now_us: int) -> Callable[[Hit], bool]:
+    def check(hit: Hit) -> bool:
+        if int(hit.payload["expires_us"]) <= now_us:
+            return False
+        value = hit.payload["value"]
+        return all(c.matches(value) for c in conditions)
+
+    return check
+
+
 def _items(hits: list[Hit]) -> list[SearchItem]:
     ranked = sorted(hits, key=lambda h: (-(h.score or 0.0), *tiebreak(h.payload)))
     return [search_item_of(h.payload, h.score) for h in ranked]
 
 
-def _without_background(
-    config: BatchConfig, q: CandidateQuery, indexed: Filter, total: int, verdicts: TermVerdicts
-) -> Steps[Call, str]:
-    """The query without its background words, found by one capped probe per term (``total``: the
-    searched items with a search vector)."""
-    if q.background_df is None or total < q.background_min_docs:
-        return q.query
-    cap = max(1, math.ceil(q.background_df * total))
-    scope = json.dumps([q.namespace_prefix, q.filter, q.background_df], sort_keys=True, default=str)
-    freq: dict[int, int] = {}
-    for term in background_terms(q.query, config.encoder):
-        background = verdicts.get(scope, term, total)
-        if background is None:
-            probe = Nearest(SPARSE, SparseVector((term,), (1.0,)))
-            hits: list[Hit] = yield Query(indexed, probe, cap, with_payload=False)  # ids only
-            background = len(hits) >= cap
-            verdicts.put(scope, term, total, background)
-        freq[term] = total if background else 0
-    threshold, min_docs = q.background_df, q.background_min_docs
-    return without_background(q.query, config.encoder, freq.get, total, threshold, min_docs)
+def _drop_background(config: BatchConfig, plans: list[_Plan], verdicts: TermVerdicts) -> Steps[Call, None]:
+    """Set each plan's ``dense_text``: its query without its background words, found by one capped,
+    ids-only probe per query term not decided recently — all of them in one :class:`QueryBatch`."""
+    probes: list[tuple[_Plan, str, int, int]] = []  # plan, scope, term, cap
+    known: dict[int, dict[int, bool]] = {}
+    for plan in plans:
+        q = plan.query
+        if not plan.total:
+            continue  # nothing searchable: nothing to embed
+        plan.dense_text = q.query
+        if q.background_df is None or plan.total < q.background_min_docs:
+            continue
+        cap = max(1, math.ceil(q.background_df * plan.total))
+        scope = json.dumps([q.namespace_prefix, q.filter, q.background_df], sort_keys=True, default=str)
+        decided = known.setdefault(id(plan), {})
+        for term in background_terms(q.query, config.encoder):
+            verdict = verdicts.get(scope, term, plan.total)
+            if verdict is None:
+                probes.append((plan, scope, term, cap))
+            else:
+                decided[term] = verdict
+    if probes:
+        calls = tuple(
+            Query(_indexed(plan), Nearest(SPARSE, SparseVector((term,), (1.0,))), cap, with_payload=False)
+            for plan, _, term, cap in probes
+        )
+        pages: list[list[Hit]] = yield QueryBatch(calls)
+        for (plan, scope, term, cap), hits in zip(probes, pages, strict=True):
+            background = len(hits) >= cap  # a probe that fills its cap marks a background word
+            verdicts.put(scope, term, plan.total, background)
+            known.setdefault(id(plan), {})[term] = background
+    for plan in plans:
+        q = plan.query
+        verdicts_of_plan = known.get(id(plan))
+        if plan.dense_text is None or verdicts_of_plan is None:
+            continue
+        freq = {term: plan.total if background else 0 for term, background in verdicts_of_plan.items()}
+        plan.dense_text = without_background(
+            q.query, config.encoder, freq.get, plan.total, q.background_df or 1.0, q.background_min_docs
+        )
+
+
+def _indexed(plan: _Plan) -> Filter:
+    assert plan.indexed is not None
+    return plan.indexed

@@ -69,6 +69,7 @@ from langmem_plugin.stores.qdrant._calls import (
     OrderBy,
     PointData,
     Query,
+    QueryBatch,
     Retrieve,
     Scroll,
     SetPayload,
@@ -269,6 +270,8 @@ class EdgeEngine:
     def _execute(self, shard: qe.EdgeShard, call: EngineCall) -> Any:
         if isinstance(call, Query):
             return self._query(shard, call)
+        if isinstance(call, QueryBatch):  # in process: no round trip to save
+            return [self._query(shard, q) for q in call.queries]
         if isinstance(call, Retrieve):
             return self._retrieve(shard, call.ids)
         if isinstance(call, Upsert):

@@ -69,6 +69,7 @@ from langmem_plugin.stores.qdrant._calls import (
     OrderBy,
     PointData,
     Query,
+    QueryBatch,
     Retrieve,
     Scroll,
     SetPayload,
@@ -320,6 +321,8 @@ class ClientEngine:
         name = self.collection
         if isinstance(call, Query):
             return self._query(call)
+        if isinstance(call, QueryBatch):
+            return self._query_batch(call)
         if isinstance(call, Retrieve):
             return (
                 "retrieve",
@@ -420,6 +423,23 @@ class ClientEngine:
                 ),
             )
         return "query_points", kwargs, lambda r: _hits(r, scored=True)
+
+    def _query_batch(self, call: QueryBatch) -> Request:
+        """The queries of ``call`` as one ``query_batch_points``, each built as :meth:`_query` builds it."""
+        requests: list[models.QueryRequest] = []
+        posts: list[Callable[[Any], Any]] = []
+        for query in call.queries:
+            _, kwargs, post = self._query(query)
+            del kwargs["collection_name"]
+            kwargs["filter"] = kwargs.pop("query_filter", None)
+            kwargs["with_vector"] = kwargs.pop("with_vectors")
+            requests.append(models.QueryRequest(**kwargs))
+            posts.append(post)
+
+        def each(responses: list[Any]) -> list[Any]:
+            return [post(response) for post, response in zip(posts, responses, strict=True)]
+
+        return "query_batch_points", {"collection_name": self.collection, "requests": requests}, each
 
     def execute(self, call: EngineCall) -> Any:
         """Carry out one call with the sync client, retrying transient failures."""

@@ -9,18 +9,18 @@ whole group of tied hits is read, so pages stay stable whatever their size.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from langgraph.store.base import SearchItem, SearchOp
 
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.stores._common import parse_filter
-from langmem_plugin.stores.qdrant._calls import Call, Fused, Hit, Nearest, OrderBy, Query
+from langmem_plugin.stores.qdrant._calls import Call, Fused, Hit, Nearest, OrderBy, Query, QueryBatch
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import Filter, Match, Range, live, native
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
 
-__all__ = ["fetch_ranked", "search"]
+__all__ = ["fetch_ranked", "fetch_ranked_batch", "search"]
 
 _ALL = 1_000_000  # "every match" for a query whose filter already bounds the result
 
@@ -91,6 +91,29 @@ def fetch_ranked(
         if len(kept) >= need or len(hits) < fetch:
             return kept[:need]
         fetch *= 2
+
+
+def fetch_ranked_batch(
+    wanted: Sequence[tuple[Filter, Nearest, int, Callable[[Hit], bool]]],
+) -> Steps[Call, list[list[Hit]]]:
+    """:func:`fetch_ranked` for each ``(base, rank, need, check)``, in one :class:`QueryBatch` per
+    round: one round trip when every list is filled at once, another only for the lists whose
+    hits failed their ``check``."""
+    out: list[list[Hit]] = [[] for _ in wanted]
+    fetch = {i: need for i, (_, _, need, _) in enumerate(wanted) if need > 0}
+    while fetch:
+        order = list(fetch)
+        calls = tuple(Query(wanted[i][0], wanted[i][1], fetch[i]) for i in order)
+        pages: list[list[Hit]] = yield QueryBatch(calls)
+        for i, hits in zip(order, pages, strict=True):
+            _, _, need, check = wanted[i]
+            kept = [h for h in hits if check(h)]
+            if len(kept) >= need or len(hits) < fetch[i]:
+                out[i] = kept[:need]
+                del fetch[i]
+            else:
+                fetch[i] *= 2
+    return out
 
 
 def _fetch(
