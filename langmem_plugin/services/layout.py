@@ -123,7 +123,7 @@ class CompartmentLimits:
 
 DEFAULT_LIMITS: Mapping[Compartment, CompartmentLimits] = MappingProxyType(
     {
-        Compartment.USER: CompartmentLimits(max_items=1000, max_chars=4000),
+        Compartment.USER: CompartmentLimits(max_items=10_000, max_chars=4000),
         Compartment.SESSION: CompartmentLimits(max_items=2000, max_chars=8000),
         Compartment.KNOWLEDGE: CompartmentLimits(max_items=100_000, max_chars=8000),
         Compartment.RUN: CompartmentLimits(max_items=50, max_chars=2000),

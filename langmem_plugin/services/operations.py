@@ -82,6 +82,7 @@ logger = logging.getLogger(__name__)
 INDEX_FIELDS = ["content"]
 _PAGE = 500
 _MAX_SCAN = 5000
+_ROOM_SLACK = 20  # a full namespace gets room for 1/20 of its limit more than the write needs
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _DEFAULT_READ: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
 
@@ -272,6 +273,9 @@ def episode_room_steps(
     """The deletes that make room in ``namespace`` for ``keys``: its oldest episodes (and passages)
     not among them; only episodes make room, so a memory saved on purpose is never evicted.
 
+    A full namespace is listed to choose them, so the room made is ``1/20`` of the limit more
+    than needed: the next writes find room without listing it again.
+
     Raises:
         MemoryLimitError: too few episodes to make room.
     """
@@ -295,7 +299,7 @@ def episode_room_steps(
     )
     if len(episodes) < excess:
         layout.check_room(comp, len(items), len(absent))
-    return [PutOp(m.namespace, m.id, None) for m in episodes[:excess]]
+    return [PutOp(m.namespace, m.id, None) for m in episodes[: excess + limit // _ROOM_SLACK]]
 
 
 def save_steps(
