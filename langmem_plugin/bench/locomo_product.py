@@ -37,7 +37,8 @@ from langmem_plugin.services.layout import Compartment
 
 if TYPE_CHECKING:
     from langmem_plugin import Memory
-    from langmem_plugin.bench.locomo import Conversation, VariantResult
+    from langmem_plugin.bench.locomo_data import Conversation
+    from langmem_plugin.bench.locomo_results import VariantResult
 
 __all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
 
