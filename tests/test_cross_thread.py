@@ -138,6 +138,31 @@ def test_a_full_user_memory_makes_room_for_a_saved_memory_by_evicting_old_episod
         execute(memory.store, save_steps(scope, memory.layout, "one fact too many"))
 
 
+def test_a_full_memory_gets_room_for_the_next_writes_too() -> None:
+    """Room is made for 1/20 of the limit more than a write needs: the writes after it find room
+    (and so do not list the namespace again)."""
+    memory = _memory(layout=MemoryLayout(limits={"user": CompartmentLimits(max_items=40)}))
+    scope = Scope(user_id="sam", thread_id="1")
+    ns = ("memories", "user", "sam")
+
+    def remember(n: int) -> None:
+        messages = [HumanMessage(f"question {n}"), AIMessage(f"answer {n}")]
+        memory.turn.after_model({"messages": messages}, scope, memory.store)
+
+    for n in range(40):
+        remember(n)
+    assert len(memory.store.search(ns, limit=100)) == 40
+    remember(40)  # full: the oldest 1 + 40 // 20 episodes go
+
+    def questions() -> list[int]:
+        return sorted(int(i.value["content"].split()[2]) for i in memory.store.search(ns, limit=100))
+
+    assert questions() == list(range(3, 41))  # question 0, 1 and 2 went
+    remember(41)
+    remember(42)
+    assert questions() == list(range(3, 43))  # room for both: nothing else went
+
+
 def test_the_consolidation_cap_counts_and_evicts_no_episodes() -> None:
     memory = _memory()
     graph = _graph(memory)
