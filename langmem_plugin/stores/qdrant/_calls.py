@@ -156,9 +156,11 @@ class Scroll:
 
 @dataclass(frozen=True, slots=True)
 class Count:
-    """How many points match ``filter``, exactly → ``int``."""
+    """How many points match ``filter`` → ``int``; ``exact=False``: the engine's estimate from its
+    payload indexes (exact for one indexed match, such as a namespace prefix alone)."""
 
     filter: Filter
+    exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)

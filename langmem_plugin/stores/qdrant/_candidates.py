@@ -2,8 +2,10 @@
 
 Against the engine, for all the queries of one call:
 
-1. with embeddings, per query: one ``Count`` of the searched items that have a
-   search vector (none: the query is answered with empty lists, nothing embedded);
+1. with embeddings, per query: one ``Count`` of the searched items — with a filter,
+   exactly, of those that have a search vector; without one, of the namespace, as
+   the engine's index gives it — (none: the query is answered with empty lists,
+   nothing embedded);
 2. with ``background_df`` set (and at least ``background_min_docs`` such items):
    one BM25 probe per query term not decided recently, asking for at most
    ``ceil(background_df × total)`` ids — every probe of every query in one
@@ -93,7 +95,10 @@ def run_candidates(
         plan = _Plan(q, conditions, base)
         if config.dims is not None:
             plan.indexed = base.and_(Match("indexed", 1))
-            plan.total = yield Count(plan.indexed)  # nothing searchable here: no embedding, no query
+            # nothing here: no embedding, no query. A namespace alone is counted from its index (an
+            # exact count reads every point of it: 1.4 ms for 10k points, 0.04 ms estimated)
+            prefix = Filter(live(now_us, q.namespace_prefix).must[:-1])
+            plan.total = yield (Count(plan.indexed) if conditions else Count(prefix, exact=False))
         plans.append(plan)
 
     if config.dims is not None:

@@ -310,7 +310,7 @@ class EdgeEngine:
             )
             return [str(hit.value) for hit in response.hits]
         if isinstance(call, Count):
-            return int(shard.count(qe.CountRequest(exact=True, filter=edge_filter(call.filter))))
+            return int(shard.count(qe.CountRequest(exact=call.exact, filter=edge_filter(call.filter))))
         raise AssertionError(call)
 
     @contextmanager

@@ -367,7 +367,7 @@ class ClientEngine:
             }
             return "facet", kwargs, lambda response: [str(h.value) for h in response.hits]
         if isinstance(call, Count):
-            kwargs = {"collection_name": name, "count_filter": _filter(call.filter), "exact": True}
+            kwargs = {"collection_name": name, "count_filter": _filter(call.filter), "exact": call.exact}
             return "count", kwargs, lambda response: int(response.count)
         raise AssertionError(call)
 
