@@ -27,6 +27,7 @@ text-embedding models. Models that are not OpenAI's are counted with
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import hashlib
 import importlib.resources
@@ -204,8 +205,22 @@ def encoding_for_model(model: str | None) -> tiktoken.Encoding:
 
 
 def count_tokens(text: str, *, model: str | None = None) -> int:
-    """Tokens in ``text`` for ``model`` (special-token text counted as ordinary text)."""
-    return len(encoding_for_model(model).encode(text, disallowed_special=()))
+    """Tokens in ``text`` for ``model`` (special-token text counted as ordinary text).
+
+    Counts of short texts are remembered (recall counts the same memory lines turn after turn).
+    """
+    name = encoding_name_for_model(model)
+    if len(text) <= _CACHED_CHARS:
+        return _count_short(text, name)
+    return len(get_encoding(name).encode(text, disallowed_special=()))
+
+
+_CACHED_CHARS = 2000
+
+
+@functools.lru_cache(maxsize=16_384)
+def _count_short(text: str, encoding: str) -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
 # OpenAI's chat format: every message is <|start|>{role}\n{content}<|end|>\n (3 tokens of
