@@ -269,7 +269,7 @@ def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any],
         elif current == "[past conversation, by date]":
             positional, named, content = parse_entry(line)
             assert positional == [], line  # the day is the heading's, the text the entry's
-            assert named == {}, line
+            assert set(named) <= {"id", "cut"}, line  # a cut exchange says so, with its id
             sections[current].append(([], {"date": shown_day}, content))
         else:
             assert current is not None, f"an entry before any header: {line!r}"

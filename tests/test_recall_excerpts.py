@@ -81,3 +81,22 @@ def test_the_headings_are_paid_for_within_the_budget() -> None:
         assert all(body[i + 1].startswith("- ") for i in heads)  # no day is shown without an exchange
         assert sum(i.tokens for i in recall.items) >= recall.tokens["memories"] - 1
     assert full.tokens["memories"] == sum(i.tokens for i in full.items)
+
+
+def test_a_memory_longer_than_a_third_of_the_budget_is_shown_cut_with_its_id() -> None:
+    memory = _memory(budgets=TokenBudgets(memories=300))
+    answer = " ".join(f"Step {n}: tune the cello string number {n % 4} a little." for n in range(60))
+    long_ask: Any = {"configurable": {"user_id": "sam", "thread_id": "lesson"}}
+    memory.import_history(
+        [{"role": "user", "content": "How do I tune a cello?"}, {"role": "assistant", "content": answer}],
+        long_ask,
+    )
+    recall = memory.recall([HumanMessage("how do I tune the cello")], CONFIG)
+    cut = [line for line in recall.prompt.splitlines() if ', cut "first 100 of ' in line]
+    assert len(cut) >= 1  # the long exchange (or its passages) is shown, cut, not left out
+    key = json.loads(cut[0].split("(id ", 1)[1].split(", cut", 1)[0])
+    stored = memory.store.get(("memories", "user", "sam"), key)
+    assert stored is not None
+    assert json.loads(cut[0].split(") ", 1)[1]) in stored.value["content"]  # a head of what is stored
+    assert count_tokens(json.loads(cut[0].split(") ", 1)[1])) <= 100
+    assert recall.tokens["memories"] <= 300

@@ -50,6 +50,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeError
+from langmem_plugin.services.compactors import head_tokens
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
 from langmem_plugin.services.plan_render import plan_prompt_lines
@@ -391,6 +392,11 @@ class _MemoriesFitter:
     were said: the date is shown once per day instead of once per line, and no id is shown (the
     memory tools' search gives it when the model needs one). Which memories make it in is
     decided in rank order; a line's cost includes the headers it is the first to need.
+
+    No memory shows more than a third of the budget: a longer one (an exchange with a long
+    answer) is shown cut to that many tokens, with its id and a ``cut "first N of M tokens"``
+    field, so the best match is never left out for its length and the model can read the rest
+    with the memory tools.
     """
 
     def __init__(self, budget: int, model: str | None) -> None:
@@ -399,6 +405,14 @@ class _MemoriesFitter:
         self.used = 0
         self.facts: list[str] = []
         self.days: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
+        self.most = max(budget // 3, 16)  # the most content tokens one memory shows
+
+    def _shown(self, content: str) -> tuple[str, str | None]:
+        """``content``, or its head of :attr:`most` tokens and what the cut field says."""
+        head = head_tokens(content, self.most, model=self.model) if len(content) > self.most else None
+        if head is None:
+            return content, None
+        return head, f"first {self.most} of {count_tokens(content, model=self.model)} tokens"
 
     def _cost(self, line: str) -> int:
         return count_tokens(line + "\n", model=self.model)
@@ -416,14 +430,15 @@ class _MemoriesFitter:
         if not self.budget:
             return None
         record = memory.record
+        content, cut = self._shown(record.content)
         if record.kind is MemoryKind.EPISODE:
             day = record.created_at.date().isoformat()
-            line = fenced_entry(record.content)
+            line = fenced_entry(content, id=memory.id, cut=cut) if cut else fenced_entry(content)
             cost = self._cost(line)
             cost += 0 if self.days else self._excerpts_header
             cost += 0 if day in self.days else self._cost(group(date=day))
         else:
-            line = fenced_entry(record.content, id=memory.id, category=record.category, tags=record.tags)
+            line = fenced_entry(content, id=memory.id, category=record.category, tags=record.tags, cut=cut)
             cost = self._cost(line) + (0 if self.facts else self._memories_header)
         if self.used + cost > self.budget:
             return None
