@@ -17,6 +17,18 @@ from langmem_plugin.testing import FakeEmbeddings
 Runner = Callable[[StoreSteps[Any]], Any]
 
 
+class RecordingEmbeddings(FakeEmbeddings):
+    """FakeEmbeddings (64 dims) that remember every query they embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
 def fake_store() -> InMemoryStore:
     """LangGraph's InMemoryStore with deterministic embeddings over record content."""
     return InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})

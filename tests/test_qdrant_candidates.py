@@ -15,6 +15,7 @@ from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.stores.qdrant._calls import Count, Nearest, Query, QueryBatch
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE
 from langmem_plugin.testing import FakeEmbeddings
+from tests.memory_fixtures import RecordingEmbeddings
 from tests.store_contract import FakeClock
 
 NS = ("users", "u1")
@@ -24,16 +25,6 @@ DOCS = {
     "tax": "The tax deadline is in April",
     "dog": "A puppy named Biscuit joined the family",
 }
-
-
-class RecordingEmbeddings(FakeEmbeddings):
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.queries: list[str] = []
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return super().embed_query(text)
 
 
 def _index(embeddings: Embeddings | None = None) -> Any:

@@ -22,21 +22,10 @@ from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings
+from tests.memory_fixtures import RecordingEmbeddings
 
 NS = ("users", "u1")
 LEXICAL_FIELDS = ["metadata.context", "content"]
-
-
-class RecordingEmbeddings(FakeEmbeddings):
-    """FakeEmbeddings that remember every query they embedded."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.queries: list[str] = []
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries.append(text)
-        return super().embed_query(text)
 
 
 def memory_store(embeddings: Embeddings | None = None) -> InMemoryStore:
