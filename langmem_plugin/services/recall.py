@@ -431,7 +431,8 @@ class _MemoriesFitter:
             return None
         record = memory.record
         content, cut = self._shown(record.content)
-        if record.kind is MemoryKind.EPISODE:
+        episode = record.kind is MemoryKind.EPISODE
+        if episode:
             day = record.created_at.date().isoformat()
             line = fenced_entry(content, id=memory.id, cut=cut) if cut else fenced_entry(content)
             cost = self._cost(line)
@@ -442,7 +443,7 @@ class _MemoriesFitter:
             cost = self._cost(line) + (0 if self.facts else self._memories_header)
         if self.used + cost > self.budget:
             return None
-        if record.kind is MemoryKind.EPISODE:
+        if episode:
             self.days.setdefault(day, []).append((_said_order(memory), line))
         else:
             self.facts.append(line)

@@ -20,7 +20,7 @@ from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._filters import Filter, Match, Range, live, native
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE, search_item_of, tiebreak
 
-__all__ = ["fetch_ranked", "fetch_ranked_batch", "search"]
+__all__ = ["fetch_ranked_batch", "search"]
 
 _ALL = 1_000_000  # "every match" for a query whose filter already bounds the result
 
@@ -76,29 +76,16 @@ def search(
     return [search_item_of(h.payload, s) for h, s in page], [h for h, _ in page]
 
 
-def fetch_ranked(
-    base: Filter, rank: Nearest, need: int, check: Callable[[Hit], bool]
-) -> Steps[Call, list[Hit]]:
-    """The best ``need`` hits by ``rank`` among points matching ``base`` that pass ``check``.
-
-    Unlike a search page, ties at the cut are not completed (no page follows): one engine
-    query, and more only when some hits fail ``check``.
-    """
-    fetch = need
-    while True:
-        hits: list[Hit] = yield Query(base, rank, fetch)
-        kept = [h for h in hits if check(h)]
-        if len(kept) >= need or len(hits) < fetch:
-            return kept[:need]
-        fetch *= 2
-
-
 def fetch_ranked_batch(
     wanted: Sequence[tuple[Filter, Nearest, int, Callable[[Hit], bool]]],
 ) -> Steps[Call, list[list[Hit]]]:
-    """:func:`fetch_ranked` for each ``(base, rank, need, check)``, in one :class:`QueryBatch` per
-    round: one round trip when every list is filled at once, another only for the lists whose
-    hits failed their ``check``."""
+    """For each ``(base, rank, need, check)``: the best ``need`` hits by ``rank`` among points matching
+    ``base`` that pass ``check``.
+
+    One :class:`QueryBatch` per round: one round trip when every list is filled at once, another
+    only for the lists whose hits failed their ``check`` (each asks for twice as many). Unlike a
+    search page, ties at the cut are not completed (no page follows).
+    """
     out: list[list[Hit]] = [[] for _ in wanted]
     fetch = {i: need for i, (_, _, need, _) in enumerate(wanted) if need > 0}
     while fetch:
