@@ -409,10 +409,13 @@ class _MemoriesFitter:
 
     def _shown(self, content: str) -> tuple[str, str | None]:
         """``content``, or its head of :attr:`most` tokens and what the cut field says."""
-        head = head_tokens(content, self.most, model=self.model) if len(content) > self.most else None
+        if len(content) <= self.most:  # a token is at least one character
+            return content, None
+        total = count_tokens(content, model=self.model)  # cached for short texts: most are not cut
+        head = head_tokens(content, self.most, model=self.model) if total > self.most else None
         if head is None:
             return content, None
-        return head, f"first {self.most} of {count_tokens(content, model=self.model)} tokens"
+        return head, f"first {self.most} of {total} tokens"
 
     def _cost(self, line: str) -> int:
         return count_tokens(line + "\n", model=self.model)
