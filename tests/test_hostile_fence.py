@@ -269,8 +269,9 @@ def check_prompt(prompt: str) -> dict[str, list[tuple[list[Any], dict[str, Any],
         elif current == "[past conversation, by date]":
             positional, named, content = parse_entry(line)
             assert positional == [], line  # the day is the heading's, the text the entry's
-            assert set(named) <= {"id", "cut"}, line  # a cut exchange says so, with its id
-            sections[current].append(([], {"date": shown_day}, content))
+            assert set(named) <= {"id", "cut", "part"}, line  # a cut or a part says so, with its id
+            assert "part" not in named or re.fullmatch(r"\d+ of \d+", named["part"]), line
+            sections[current].append(([], {"date": shown_day, **named}, content))
         else:
             assert current is not None, f"an entry before any header: {line!r}"
             sections[current].append(parse_entry(line))
@@ -426,3 +427,47 @@ def test_known_attacks_in_every_field(backend: BaseStore, hostile: str) -> None:
         steps=[hostile, {"content": hostile, "status": hostile}],
         notes=[hostile, {"content": hostile}],
     )
+
+
+numberish = st.one_of(
+    st.text(alphabet="0123456789\u00b2\u0663\u07c1\uff11-+ .", max_size=4),
+    hostile_text(),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    episode=hostile_text(),
+    passage=numberish,
+    passages=numberish,
+    position=numberish,
+    content=hostile_text(),
+)
+def test_the_parts_of_an_exchange_read_from_stored_metadata_stay_inside_the_fence(
+    backend: BaseStore, episode: str, passage: str, passages: str, position: str, content: str
+) -> None:
+    """An episode and a passage written straight to the store, with any text where remember
+    writes numbers and the episode's key: recall shows both, quoted, naming a part only when
+    both numbers are plain decimals."""
+    n = next(_runs)
+    config = {"configurable": {"user_id": f"u{n}", "thread_id": f"t{n}"}}
+    namespace = MemoryLayout().namespace(Compartment.USER, Scope.from_config(config))
+    head = {"thread_id": "t", "position": position, "passages": passages}
+    part = {**head, "episode": episode, "passage": passage}
+    for key, meta, text in (("e", head, f"memory head {content}"), ("e-p1", part, f"memory part {content}")):
+        record = MemoryRecord(content=text, category="episodes", kind="episode", metadata=meta)
+        backend.put(namespace, key, record.to_value(), index=["content"])
+    memory = Memory(store=backend, recall=CONFIG, tools=())
+    recall = memory.recall([HumanMessage("memory part head")], config)
+    excerpts = check_prompt(recall.prompt)["[past conversation, by date]"]
+    assert sorted(c for _, _, c in excerpts) == sorted([f"memory head {content}", f"memory part {content}"])
+    for _, named, text in excerpts:
+        if not text.startswith("memory part"):
+            continue
+        if episode and passage.isdecimal() and passages.isdecimal():  # a part of the episode it names
+            assert (named.get("id"), named.get("part")) == (episode, f"{int(passage) + 1} of {passages}")
+        elif not episode and passages.isdecimal():  # names no episode: the head of its own passages
+            assert (named.get("id"), named.get("part")) == ("e-p1", f"1 of {passages}")
+        else:
+            assert "part" not in named

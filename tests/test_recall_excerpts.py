@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin import Memory
+from langmem_plugin import Memory, QdrantStore, memory_index
 from langmem_plugin.core.fence import entry
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
@@ -85,6 +86,27 @@ def test_the_headings_are_paid_for_within_the_budget() -> None:
 
 def test_a_memory_longer_than_a_third_of_the_budget_is_shown_cut_with_its_id() -> None:
     memory = _memory(budgets=TokenBudgets(memories=300))
+    answer = " ".join(f"Step {n}: tune the cello string {n % 4}." for n in range(12))
+    long_ask: Any = {"configurable": {"user_id": "sam", "thread_id": "lesson"}}
+    memory.import_history(
+        [{"role": "user", "content": "How do I tune a cello?"}, {"role": "assistant", "content": answer}],
+        long_ask,
+    )
+    assert 100 < count_tokens(f"User: How do I tune a cello?\nAssistant: {answer}") <= 180  # no passages
+    recall = memory.recall([HumanMessage("how do I tune the cello")], CONFIG)
+    cut = [line for line in recall.prompt.splitlines() if ', cut "first 100 of ' in line]
+    assert len(cut) == 1  # the long exchange is shown, cut, not left out
+    key = json.loads(cut[0].split("(id ", 1)[1].split(", cut", 1)[0])
+    stored = memory.store.get(("memories", "user", "sam"), key)
+    assert stored is not None
+    assert json.loads(cut[0].split(") ", 1)[1]) in stored.value["content"]  # a head of what is stored
+    assert count_tokens(json.loads(cut[0].split(") ", 1)[1])) <= 100
+    assert recall.tokens["memories"] <= 300
+
+
+def test_a_long_exchange_shows_each_of_its_parts_once_naming_the_episode(tmp_path: Path) -> None:
+    store = QdrantStore(path=tmp_path / "q", index=memory_index(FakeEmbeddings(64)))
+    memory = Memory(store, recall=RecallConfig(min_relevance=None))
     answer = " ".join(f"Step {n}: tune the cello string number {n % 4} a little." for n in range(60))
     long_ask: Any = {"configurable": {"user_id": "sam", "thread_id": "lesson"}}
     memory.import_history(
@@ -92,11 +114,22 @@ def test_a_memory_longer_than_a_third_of_the_budget_is_shown_cut_with_its_id() -
         long_ask,
     )
     recall = memory.recall([HumanMessage("how do I tune the cello")], CONFIG)
-    cut = [line for line in recall.prompt.splitlines() if ', cut "first 100 of ' in line]
-    assert len(cut) >= 1  # the long exchange (or its passages) is shown, cut, not left out
-    key = json.loads(cut[0].split("(id ", 1)[1].split(", cut", 1)[0])
+    parts = [line for line in recall.prompt.splitlines() if ', part "' in line]
+    assert parts  # the long exchange is shown, in passages
+    ids = {json.loads(line.split("(id ", 1)[1].split(", part", 1)[0]) for line in parts}
+    assert len(ids) == 1  # every part names the episode, which the memory tools read
+    (key,) = ids
     stored = memory.store.get(("memories", "user", "sam"), key)
     assert stored is not None
-    assert json.loads(cut[0].split(") ", 1)[1]) in stored.value["content"]  # a head of what is stored
-    assert count_tokens(json.loads(cut[0].split(") ", 1)[1])) <= 100
-    assert recall.tokens["memories"] <= 300
+    assert stored.value["kind"] == "episode"
+    count = int(stored.value["metadata"]["passages"])
+    numbers = [line.split(', part "', 1)[1].split(" of ", 1)[0] for line in parts]
+    assert len(numbers) == len(set(numbers))  # the episode's head is its first part: never shown twice
+    assert all(f' of {count}"' in line for line in parts)
+    texts = [json.loads(line.split(") ", 1)[1]) for line in parts]
+    assert all(count_tokens(text) <= TokenBudgets().memories // 3 for text in texts)
+    assert all(text in f"User: How do I tune a cello?\nAssistant: {answer}" for text in texts)
+    shown = [i for i in recall.items if i.id == key or i.id.startswith(f"{key}-p")]
+    assert len(shown) == len(parts)  # the record names what the fence shows, in rank order
+    memory.close()
+    store.close()

@@ -49,7 +49,7 @@ def _ids(ids: list[str]) -> str:
     runs: list[list[str]] = []
     for step_id in ids:
         last = runs[-1][-1] if runs else ""
-        numbered = last[1:].isdigit() and step_id[1:].isdigit() and last[0] == step_id[0] == "s"
+        numbered = last[1:].isdecimal() and step_id[1:].isdecimal() and last[0] == step_id[0] == "s"
         if numbered and int(step_id[1:]) == int(last[1:]) + 1:
             runs[-1].append(step_id)
             continue

@@ -322,6 +322,23 @@ def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
     return math.pow(0.5, age_days / half_life_days)
 
 
+def _piece(memory: StoredMemory) -> tuple[tuple[str, ...], str, str] | None:
+    """Which part of a long exchange ``memory`` shows: ``(namespace, episode key, passage)``, or
+    ``None`` for anything else.
+
+    An episode that has passages is counted as its first passage: the head the fence shows of it
+    (at most a third of the budget) is about that passage's text, so the two are one piece and
+    only the better ranked of them is shown.
+    """
+    if memory.record.kind is not MemoryKind.EPISODE:
+        return None
+    meta = memory.record.metadata
+    episode = meta.get("episode")
+    if episode:
+        return (memory.namespace, episode, meta.get("passage", ""))
+    return (memory.namespace, memory.id, "0") if meta.get("passages") else None
+
+
 def _rank(
     candidates: list[StoredMemory], config: RecallConfig, now: datetime
 ) -> list[tuple[float, float | None, StoredMemory]]:
@@ -331,11 +348,13 @@ def _rank(
     ranked: list[tuple[float, float | None, StoredMemory]] = []
     seen_ids: set[tuple[tuple[str, ...], str]] = set()
     seen_text: set[str] = set()
+    seen_pieces: set[tuple[tuple[str, ...], str, str]] = set()
     ordered = sorted(candidates, key=lambda c: -(c.score if c.score is not None else -1.0))
     for memory in ordered:
         identity = (memory.namespace, memory.id)
         text = _SPACE.sub(" ", memory.record.content.strip().lower())
-        if identity in seen_ids or text in seen_text or not is_current(memory.record):
+        piece = _piece(memory)
+        if identity in seen_ids or text in seen_text or piece in seen_pieces or not is_current(memory.record):
             continue  # a duplicate, or a fact superseded by a later one (still found by search)
         relevance = memory.score
         threshold = config.threshold
@@ -343,6 +362,8 @@ def _rank(
             continue
         seen_ids.add(identity)
         seen_text.add(text)
+        if piece is not None:
+            seen_pieces.add(piece)
         rel = min(max((relevance or 0.0) / top, 0.0), 1.0)
         score = (
             config.w_relevance * rel
@@ -417,6 +438,20 @@ class _MemoriesFitter:
             return content, None
         return head, f"first {self.most} of {total} tokens"
 
+    @staticmethod
+    def _excerpt(memory: StoredMemory, content: str, cut: str | None) -> str:
+        """An exchange's line: no fields, unless it shows a part of a longer one, which it names:
+        the episode's id and which of its passages (an episode's own head counts as the first),
+        or where it was cut."""
+        meta = memory.record.metadata
+        episode, count = meta.get("episode"), meta.get("passages", "")
+        number = meta.get("passage", "") if episode else "0"
+        if count.isdecimal() and number.isdecimal():
+            part = f"{int(number) + 1} of {count}"
+            # the head's own cut is not told: its token count is the head's, not the exchange's
+            return fenced_entry(content, id=episode or memory.id, part=part, cut=cut if episode else None)
+        return fenced_entry(content, id=memory.id, cut=cut) if cut else fenced_entry(content)
+
     def _cost(self, line: str) -> int:
         return count_tokens(line + "\n", model=self.model)
 
@@ -437,7 +472,7 @@ class _MemoriesFitter:
         episode = record.kind is MemoryKind.EPISODE
         if episode:
             day = record.created_at.date().isoformat()
-            line = fenced_entry(content, id=memory.id, cut=cut) if cut else fenced_entry(content)
+            line = self._excerpt(memory, content, cut)
             cost = self._cost(line)
             cost += 0 if self.days else self._excerpts_header
             cost += 0 if day in self.days else self._cost(group(date=day))
@@ -470,7 +505,7 @@ def _said_order(memory: StoredMemory) -> tuple[Any, ...]:
 
     def number(name: str) -> int:
         value = meta.get(name, "")
-        return int(value) if value.isdigit() else -1
+        return int(value) if value.isdecimal() else -1
 
     thread = meta.get("thread_id", "")
     return (memory.record.created_at, thread, number("position"), number("passage"), memory.id)
