@@ -12,7 +12,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, execute
-from langmem_plugin.services.passages import join_passages, split_passages
+from langmem_plugin.services.passages import focus_window, join_passages, split_passages
 from langmem_plugin.services.remember import (
     EPISODE_PART_FIELDS,
     PASSAGE_CATEGORY,
@@ -73,6 +73,28 @@ def test_split_passages_rebuilds_any_text_and_fits() -> None:
     for tricky in ["", "short.", "a" * 5000, "日本語の文章です。" * 400, "no ends " * 900]:
         cut = split_passages(tricky, max_tokens=64, overlap_tokens=8)
         assert join_passages((p.text, p.overlap) for p in cut) == tricky
+
+
+def test_focus_window_is_the_earliest_run_of_sentences_holding_the_most_query_words() -> None:
+    text = _long_answer(6_000)
+    needle = "The violinist Zarathustra tuned the viola with a brass fork."
+    at = len(text) // 2
+    at = text.index(" ", at) + 1
+    text = text[:at] + needle + " " + text[at:]
+    start, end = focus_window(text, "who tuned the viola with a fork?", 60)
+    shown = text[start:end]
+    assert needle in shown
+    assert count_tokens(shown) <= 60 + 8
+    assert start > 0
+    # no query word anywhere: the head, as a cut from the start would give
+    head_start, head_end = focus_window(text, "xylophones quokkas", 60)
+    assert head_start == 0
+    assert head_end < len(text)
+    assert count_tokens(text[:head_end]) <= 60 + 8
+    for tricky in ["", "short.", "a" * 5000, "日本語の文章です。" * 400, "no ends " * 900]:
+        a, b = focus_window(tricky, "文章 ends", 32)
+        assert 0 <= a <= b <= len(tricky)
+        assert tricky[a:b] or not tricky
 
 
 def test_config_rejects_bad_passage_sizes() -> None:

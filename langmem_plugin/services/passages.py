@@ -14,9 +14,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.core.tokens import count_tokens
 
-__all__ = ["Passage", "join_passages", "split_passages"]
+__all__ = ["Passage", "focus_window", "join_passages", "split_passages"]
+
+_TERMS = BM25Encoder()  # reads words as the search's BM25 does: stems, no stopwords
 
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+[\"')\]]*|\n|$)\s*")
 
@@ -99,3 +102,32 @@ def split_passages(text: str, *, max_tokens: int = 180, overlap_tokens: int = 24
 def join_passages(passages: Iterable[tuple[str, int]]) -> str:
     """The text that ``(text, overlap)`` passages (in order) were cut from."""
     return "".join(text[overlap:] for text, overlap in passages)
+
+
+def focus_window(text: str, query: str, max_tokens: int) -> tuple[int, int]:
+    """The ``(start, end)`` characters of the whole sentences of ``text``, at most about
+    ``max_tokens`` tokens in all, that hold the most distinct words of ``query`` (as BM25
+    reads words); the earliest such window, so a text that matches nowhere gives its head.
+
+    >>> text = "We met in May. The weather was grey. My cat is called Miso."
+    >>> start, end = focus_window(text, "what is my cat called?", 8)
+    >>> text[start:end]
+    'My cat is called Miso.'
+    """
+    atoms = _atoms(text, max_tokens)
+    if not atoms:
+        return 0, len(text)
+    asked = frozenset(_TERMS.encode_query(query).indices)
+    found = [asked.intersection(_TERMS.encode_query(text[a:b]).indices) for a, b, _ in atoms]
+    best, best_first, best_last = -1, 0, 0
+    for first in range(len(atoms)):
+        last, tokens, words = first, atoms[first][2], set(found[first])
+        while last + 1 < len(atoms) and tokens + atoms[last + 1][2] <= max_tokens:
+            last += 1
+            tokens += atoms[last][2]
+            words |= found[last]
+        if len(words) > best:
+            best, best_first, best_last = len(words), first, last
+        if last + 1 >= len(atoms):
+            break  # every later window is a part of this one
+    return (0 if best_first == 0 else atoms[best_first][0]), atoms[best_last][1]

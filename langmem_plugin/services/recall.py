@@ -53,6 +53,7 @@ from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeE
 from langmem_plugin.services.compactors import head_tokens
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
+from langmem_plugin.services.passages import focus_window
 from langmem_plugin.services.plan_render import plan_prompt_lines
 from langmem_plugin.services.retrieval import RetrievalConfig, fused_search_steps
 from langmem_plugin.services.store_steps import StoreSteps
@@ -73,6 +74,7 @@ __all__ = [
 ]
 
 _SPACE = re.compile(r"\s+")
+_MOST_SHARE = 5  # no memory shows more than this share of the memories budget
 
 
 @dataclass(frozen=True)
@@ -326,9 +328,9 @@ def _piece(memory: StoredMemory) -> tuple[tuple[str, ...], str, str] | None:
     """Which part of a long exchange ``memory`` shows: ``(namespace, episode key, passage)``, or
     ``None`` for anything else.
 
-    An episode that has passages is counted as its first passage: the head the fence shows of it
-    (at most a third of the budget) is about that passage's text, so the two are one piece and
-    only the better ranked of them is shown.
+    An episode that has passages is counted as its first passage: the fence shows the start of
+    its head (at most a fifth of the budget), which is a part of that passage's text, so the two
+    are one piece and only the better ranked of them is shown.
     """
     if memory.record.kind is not MemoryKind.EPISODE:
         return None
@@ -414,29 +416,44 @@ class _MemoriesFitter:
     memory tools' search gives it when the model needs one). Which memories make it in is
     decided in rank order; a line's cost includes the headers it is the first to need.
 
-    No memory shows more than a third of the budget: a longer one (an exchange with a long
-    answer) is shown cut to that many tokens, with its id and a ``cut "first N of M tokens"``
-    field, so the best match is never left out for its length and the model can read the rest
-    with the memory tools.
+    No memory shows more than a fifth of the budget, so at least five fit however long they are:
+    of a longer one, the fence shows the whole sentences that hold the most words of the query
+    (:func:`~langmem_plugin.services.passages.focus_window`), with its id and a
+    ``cut "tokens A-B of M"`` field, so the best match is never left out for its length and the
+    model can read the rest with the memory tools. A part of a long exchange (a passage, or the
+    head of an exchange stored in passages) names its exchange's id and ``part "N of M"``.
     """
 
-    def __init__(self, budget: int, model: str | None) -> None:
+    def __init__(self, budget: int, model: str | None, query: str = "") -> None:
         self.budget = budget
         self.model = model
+        self.query = query
         self.used = 0
         self.facts: list[str] = []
         self.days: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
-        self.most = max(budget // 3, 16)  # the most content tokens one memory shows
+        self.most = max(budget // _MOST_SHARE, 16)  # the most content tokens one memory shows
 
-    def _shown(self, content: str) -> tuple[str, str | None]:
-        """``content``, or its head of :attr:`most` tokens and what the cut field says."""
+    def _shown(self, memory: StoredMemory) -> tuple[str, str | None]:
+        """The memory's content, or the sentences of it (at most :attr:`most` tokens) that hold
+        the most words of the query, and what the cut field says of them.
+
+        The head of an exchange stored in passages is shown from its start: it stands for the
+        first passage (:func:`_piece`), and a later part of it is another passage's to show.
+        """
+        content = memory.record.content
         if len(content) <= self.most:  # a token is at least one character
             return content, None
         total = count_tokens(content, model=self.model)  # cached for short texts: most are not cut
-        head = head_tokens(content, self.most, model=self.model) if total > self.most else None
-        if head is None:
+        if total <= self.most:
             return content, None
-        return head, f"first {self.most} of {total} tokens"
+        meta = memory.record.metadata
+        head = not meta.get("episode") and meta.get("passages", "").isdecimal()
+        start, end = (0, len(content)) if head else focus_window(content, self.query, self.most)
+        shown = content[start:end]
+        shown = head_tokens(shown, self.most, model=self.model) or shown  # sentences counted apart
+        first = count_tokens(content[:start], model=self.model) + 1 if start else 1
+        last = min(first + count_tokens(shown, model=self.model) - 1, total)
+        return shown, f"tokens {first}-{last} of {total}"
 
     @staticmethod
     def _excerpt(memory: StoredMemory, content: str, cut: str | None) -> str:
@@ -468,7 +485,7 @@ class _MemoriesFitter:
         if not self.budget:
             return None
         record = memory.record
-        content, cut = self._shown(record.content)
+        content, cut = self._shown(memory)
         episode = record.kind is MemoryKind.EPISODE
         if episode:
             day = record.created_at.date().isoformat()
@@ -598,7 +615,7 @@ def recall_steps(
         )
     ranked = _rank(candidates, config, now)
 
-    memories = _MemoriesFitter(budgets.memories, config.model)
+    memories = _MemoriesFitter(budgets.memories, config.model, query)
     knowledge = _Fitter("[agent knowledge]", budgets.knowledge, config.model)
     items: list[RecalledItem] = []
     injected: list[StoredMemory] = []
