@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
@@ -18,10 +20,12 @@ from langmem_plugin.services.compactors import (
     extractive_summary,
     filtered,
     first_n,
+    head_tokens,
     json_path,
     last_n,
     page_of,
     shape_of,
+    token_pages,
 )
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.results import (
@@ -208,6 +212,16 @@ def test_compactors_by_shape_and_by_tool() -> None:
     assert compact(TEXT, 60).startswith("Title line — Sentence 0")
     assert len(compact(TEXT, 60)) <= 60
     assert compact(TEXT, 60, tool="t", compactors={"t": lambda text, n: "custom"}) == "custom"
+
+
+_PIECES = st.sampled_from(["word ", "日本語", "x" * 50, " ", "\n", "éà", "🙂", "a.b,", "    ", "1234567"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(_PIECES, max_size=300).map("".join), max_tokens=st.integers(1, 120))
+def test_head_tokens_is_the_first_page_though_it_encodes_only_a_prefix(text: str, max_tokens: int) -> None:
+    spans = token_pages(text, max_tokens)
+    assert head_tokens(text, max_tokens) == (None if len(spans) == 1 else text[: spans[0][1]])
 
 
 def test_transforms() -> None:

@@ -201,9 +201,25 @@ def token_pages(text: str, page_tokens: int, *, model: str | None = None) -> lis
 
 
 def head_tokens(text: str, max_tokens: int, *, model: str | None = None) -> str | None:
-    """The first ``max_tokens`` tokens of ``text``, or ``None`` when it is not longer than that."""
-    spans = token_pages(text, max_tokens, model=model)
-    return None if len(spans) == 1 else text[: spans[0][1]]
+    """The first ``max_tokens`` tokens of ``text``, or ``None`` when it is not longer than that.
+
+    Only a prefix of a long text is encoded: one holding at least twice ``max_tokens`` tokens,
+    so the tokens cut at stand far from where the prefix ends.
+    """
+    if max_tokens < 1:
+        raise InvalidFilterError(f"max_tokens must be at least 1, got {max_tokens}")
+    encoding = encoding_for_model(model)
+    chars = max_tokens * 8
+    while True:
+        prefix = text[:chars]
+        tokens = encoding.encode(prefix, disallowed_special=())
+        if len(prefix) == len(text) or len(tokens) > 2 * max_tokens:
+            break
+        chars *= 4
+    if len(tokens) <= max_tokens:
+        return None
+    _, offsets = encoding.decode_with_offsets(tokens[: max_tokens + 1])
+    return text[: min(offsets[max_tokens], len(text))]
 
 
 def page_of(text: str, page: int, page_tokens: int, *, model: str | None = None) -> tuple[str, int]:
