@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import SearchOp
@@ -324,9 +324,18 @@ def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
     return math.pow(0.5, age_days / half_life_days)
 
 
-def _piece(memory: StoredMemory) -> tuple[tuple[str, ...], str, str] | None:
-    """Which part of a long exchange ``memory`` shows: ``(namespace, episode key, passage)``, or
-    ``None`` for anything else.
+class _Part(NamedTuple):
+    """Which part of a long exchange a memory is: its exchange's key, its passage number (from
+    0) and how many passages the exchange has, as stored (text: check before reading numbers)."""
+
+    episode: str
+    number: str
+    passages: str
+    head: bool  # the exchange's own record, which stands for its first passage
+
+
+def _part(memory: StoredMemory) -> _Part | None:
+    """The part of a long exchange ``memory`` is, or ``None`` for anything else.
 
     An episode that has passages is counted as its first passage: the fence shows the start of
     its head (at most a fifth of the budget), which is a part of that passage's text, so the two
@@ -335,10 +344,10 @@ def _piece(memory: StoredMemory) -> tuple[tuple[str, ...], str, str] | None:
     if memory.record.kind is not MemoryKind.EPISODE:
         return None
     meta = memory.record.metadata
-    episode = meta.get("episode")
+    episode, count = meta.get("episode"), meta.get("passages", "")
     if episode:
-        return (memory.namespace, episode, meta.get("passage", ""))
-    return (memory.namespace, memory.id, "0") if meta.get("passages") else None
+        return _Part(episode, meta.get("passage", ""), count, head=False)
+    return _Part(memory.id, "0", count, head=True) if count else None
 
 
 def _rank(
@@ -355,7 +364,8 @@ def _rank(
     for memory in ordered:
         identity = (memory.namespace, memory.id)
         text = _SPACE.sub(" ", memory.record.content.strip().lower())
-        piece = _piece(memory)
+        part = _part(memory)
+        piece = None if part is None else (memory.namespace, part.episode, part.number)
         if identity in seen_ids or text in seen_text or piece in seen_pieces or not is_current(memory.record):
             continue  # a duplicate, or a fact superseded by a later one (still found by search)
         relevance = memory.score
@@ -438,7 +448,7 @@ class _MemoriesFitter:
         the most words of the query, and what the cut field says of them.
 
         The head of an exchange stored in passages is shown from its start: it stands for the
-        first passage (:func:`_piece`), and a later part of it is another passage's to show.
+        first passage (:func:`_part`), and a later part of it is another passage's to show.
         """
         content = memory.record.content
         if len(content) <= self.most:  # a token is at least one character
@@ -446,8 +456,8 @@ class _MemoriesFitter:
         total = count_tokens(content, model=self.model)  # cached for short texts: most are not cut
         if total <= self.most:
             return content, None
-        meta = memory.record.metadata
-        head = not meta.get("episode") and meta.get("passages", "").isdecimal()
+        part = _part(memory)
+        head = part is not None and part.head
         start, end = (0, len(content)) if head else focus_window(content, self.query, self.most)
         shown = content[start:end]
         shown = head_tokens(shown, self.most, model=self.model) or shown  # sentences counted apart
@@ -460,13 +470,15 @@ class _MemoriesFitter:
         """An exchange's line: no fields, unless it shows a part of a longer one, which it names:
         the episode's id and which of its passages (an episode's own head counts as the first),
         or where it was cut."""
-        meta = memory.record.metadata
-        episode, count = meta.get("episode"), meta.get("passages", "")
-        number = meta.get("passage", "") if episode else "0"
-        if count.isdecimal() and number.isdecimal():
-            part = f"{int(number) + 1} of {count}"
+        part = _part(memory)
+        if part is not None and part.passages.isdecimal() and part.number.isdecimal():
             # the head's own cut is not told: its token count is the head's, not the exchange's
-            return fenced_entry(content, id=episode or memory.id, part=part, cut=cut if episode else None)
+            return fenced_entry(
+                content,
+                id=part.episode,
+                part=f"{int(part.number) + 1} of {part.passages}",
+                cut=None if part.head else cut,
+            )
         return fenced_entry(content, id=memory.id, cut=cut) if cut else fenced_entry(content)
 
     def _cost(self, line: str) -> int:
