@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
 from langmem_plugin import Memory, MemoryState
-from langmem_plugin.services.extraction import ExtractionConfig
+from langmem_plugin.services.upkeep.extraction import ExtractionConfig
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
 print(Memory().extraction_status)  # no model: extraction is off, and says so

@@ -3,7 +3,7 @@
 The names here are the ones an agent needs. The rest lives in documented submodules:
 ``langmem_plugin.errors`` (every error), ``langmem_plugin.stores`` (the stores, their
 configs, export/import), ``langmem_plugin.core.tokens`` / ``.embeddings`` / ``.lexical``
-/ ``.scope`` / ``.record``, ``langmem_plugin.services.retrieval`` / ``.window`` /
+/ ``.scope`` / ``.record``, ``langmem_plugin.services.recall.retrieval`` / ``.window`` /
 ``.knowledge``, and ``langmem_plugin.testing`` (a scripted chat model, fake embeddings).
 
 Importing the package registers the bundled token encodings with tiktoken
@@ -32,8 +32,8 @@ from langmem_plugin.services import (
     add_documents,
     trim_window,
 )
-from langmem_plugin.services.extraction import ExtractionConfig
-from langmem_plugin.services.results import ResultsConfig
+from langmem_plugin.services.context import ResultsConfig
+from langmem_plugin.services.upkeep import ExtractionConfig
 from langmem_plugin.stores import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,

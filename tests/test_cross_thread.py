@@ -13,9 +13,9 @@ from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MemoryLimitError
 from langmem_plugin.services import CompartmentLimits, MemoryLayout, execute, save_steps
-from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
-from langmem_plugin.services.extraction import Candidate
-from langmem_plugin.services.forgetting import delete_threads_steps
+from langmem_plugin.services.upkeep.consolidation import ConsolidationConfig, consolidate
+from langmem_plugin.services.upkeep.extraction import Candidate
+from langmem_plugin.services.upkeep.forgetting import delete_threads_steps
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 
 TEA = "I like green tea"

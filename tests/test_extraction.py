@@ -21,9 +21,9 @@ from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import INVALID_AT, SUPERSEDED_BY, VALID_AT, is_current
 from langmem_plugin.services import MemoryLayout, execute, save_steps, search_steps
-from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
-from langmem_plugin.services.extraction import Candidate, ExtractionConfig
-from langmem_plugin.services.reflection import Reflector
+from langmem_plugin.services.upkeep.consolidation import ConsolidationConfig, consolidate
+from langmem_plugin.services.upkeep.extraction import Candidate, ExtractionConfig
+from langmem_plugin.services.upkeep.reflection import Reflector
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 ALICE_T1 = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
@@ -388,7 +388,7 @@ async def test_the_callback_handler_and_the_middleware_reflect_through_the_turn(
 
 
 def test_an_idle_worker_ends_and_a_new_schedule_starts_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langmem_plugin.services import reflection
+    from langmem_plugin.services.upkeep import reflection
 
     monkeypatch.setattr(reflection, "_IDLE_EXIT", 0.05)
     extractor = ScriptedChatModel([extracted("Owns a bike"), extracted("Grows tomatoes")])
@@ -431,7 +431,7 @@ def test_candidates_are_repaired_not_dropped_and_a_custom_schema_works() -> None
 
     from langmem_plugin.core.record import MemoryKind
     from langmem_plugin.errors import ConfigurationError
-    from langmem_plugin.services.extraction import extraction_call, to_candidates
+    from langmem_plugin.services.upkeep.extraction import extraction_call, to_candidates
 
     raw = {
         "memories": [
@@ -521,7 +521,7 @@ def test_messages_without_ids_are_told_apart_by_position() -> None:
 
 async def test_one_reflection_now_with_the_async_driver() -> None:
     from langmem_plugin.errors import ConfigurationError
-    from langmem_plugin.services.reflection import areflect, reflect
+    from langmem_plugin.services.upkeep.reflection import areflect, reflect
 
     store = InMemoryStore(index={"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]})
     extractor = ScriptedChatModel(

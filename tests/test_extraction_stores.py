@@ -14,7 +14,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import Memory, MemoryState
-from langmem_plugin.services.extraction import ExtractionConfig
+from langmem_plugin.services.upkeep.extraction import ExtractionConfig
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 

@@ -17,10 +17,10 @@ from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.validity import invalidated
 from langmem_plugin.services import Compartment, MemoryLayout, execute, save_steps
-from langmem_plugin.services.consolidation import ConsolidationConfig, consolidate
-from langmem_plugin.services.extraction import Candidate
+from langmem_plugin.services.context.window import adelete_idle_threads, delete_idle_threads
 from langmem_plugin.services.operations import INDEX_FIELDS
-from langmem_plugin.services.window import adelete_idle_threads, delete_idle_threads
+from langmem_plugin.services.upkeep.consolidation import ConsolidationConfig, consolidate
+from langmem_plugin.services.upkeep.extraction import Candidate
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 
 THREADS = {"alice": ["a1", "a2"], "bob": ["b1", "b2"]}
@@ -132,7 +132,7 @@ def test_a_cap_evicts_the_least_valuable_first_logged_and_counted(caplog: pytest
     config = ConsolidationConfig(max_memories=3)
     decider = ScriptedChatModel([])  # no near matches: no decision call
 
-    with caplog.at_level(logging.INFO, logger="langmem_plugin.services.forgetting"):
+    with caplog.at_level(logging.INFO, logger="langmem_plugin.services.upkeep.forgetting"):
         first = consolidate(store, scope, [Candidate("Plays the cello")], model=decider, config=config)
         second = consolidate(store, scope, [Candidate("Works as a nurse")], model=decider, config=config)
     assert first.evicted == [old.id]  # superseded first, despite its priority

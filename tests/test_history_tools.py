@@ -22,9 +22,9 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory, MemoryState, create_memory_tools
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services import MemoryLayout, execute, save_steps
-from langmem_plugin.services.consolidation import consolidate
-from langmem_plugin.services.extraction import Candidate
 from langmem_plugin.services.history import history_steps
+from langmem_plugin.services.upkeep.consolidation import consolidate
+from langmem_plugin.services.upkeep.extraction import Candidate
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 ALICE = {"configurable": {"user_id": "alice", "thread_id": "t1"}}

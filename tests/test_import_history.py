@@ -15,13 +15,17 @@ from langmem_plugin import Memory, RememberConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services import MemoryLayout, execute
-from langmem_plugin.services.history_import import (
+from langmem_plugin.services.remember.episodes import (
+    episode_text_steps,
+    remember_steps,
+)
+from langmem_plugin.services.remember.exchanges import episode_from_messages
+from langmem_plugin.services.remember.history_import import (
     aimport_history,
     history_episodes,
     import_history,
     parse_time,
 )
-from langmem_plugin.services.remember import episode_from_messages, episode_text_steps, remember_steps
 from langmem_plugin.testing import FakeEmbeddings
 
 OLD = {"configurable": {"thread_id": "t-old", "user_id": "u1"}}

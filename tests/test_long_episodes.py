@@ -12,16 +12,16 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, execute
-from langmem_plugin.services.passages import focus_window, join_passages, split_passages
-from langmem_plugin.services.remember import (
+from langmem_plugin.services.recall.passages import focus_window, join_passages, split_passages
+from langmem_plugin.services.remember.episodes import (
     EPISODE_PART_FIELDS,
     PASSAGE_CATEGORY,
     RememberConfig,
-    episode_from_messages,
     episode_text_steps,
     passage_key,
     remember_steps,
 )
+from langmem_plugin.services.remember.exchanges import episode_from_messages
 from tests.memory_fixtures import Runner, fake_store
 
 EPISODES_NS = ("memories", "user", "alice")  # the run names a user: user memory

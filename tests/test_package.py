@@ -72,17 +72,17 @@ DOCUMENTED_SUBMODULES = (
     "langmem_plugin.core.candidates",
     "langmem_plugin.core.scope",
     "langmem_plugin.core.record",
-    "langmem_plugin.services.retrieval",
+    "langmem_plugin.services.recall.retrieval",
     "langmem_plugin.services.store_steps",
-    "langmem_plugin.services.window",
+    "langmem_plugin.services.context.window",
     "langmem_plugin.services.knowledge",
     "langmem_plugin.services.turn",
-    "langmem_plugin.services.plan",
-    "langmem_plugin.services.results",
-    "langmem_plugin.services.summary",
-    "langmem_plugin.services.extraction",
-    "langmem_plugin.services.consolidation",
-    "langmem_plugin.services.forgetting",
+    "langmem_plugin.services.plan.state",
+    "langmem_plugin.services.context.results",
+    "langmem_plugin.services.context.summary",
+    "langmem_plugin.services.upkeep.extraction",
+    "langmem_plugin.services.upkeep.consolidation",
+    "langmem_plugin.services.upkeep.forgetting",
     "langmem_plugin.surfaces",
     "langmem_plugin.surfaces.plan_tools",
     "langmem_plugin.surfaces.result_tools",
@@ -201,7 +201,7 @@ SURFACE_ROOTS = {"langmem_plugin.surfaces", "langmem_plugin.surfaces.memory"}
 @dataclass(frozen=True)
 class Import:
     source: str  # the importing module, e.g. "langmem_plugin.surfaces.nodes"
-    target: str  # the imported module, e.g. "langmem_plugin.services.recall"
+    target: str  # the imported module, e.g. "langmem_plugin.services.recall.rank"
     line: int
     typing_only: bool  # inside an ``if TYPE_CHECKING:`` block
 
@@ -372,3 +372,75 @@ def test_bundled_tokenizer_and_notice_ship_with_the_package() -> None:
     assert (data / "minilm-tokenizer.json").stat().st_size > 400_000
     assert "Apache" in (data / "NOTICE.md").read_text()
     assert (PACKAGE / "py.typed").exists()
+
+
+# The feature rooms of services/ (docs/architecture.md): each may use the rooms listed, through
+# their __init__ only; the base modules (turn, operations, filters, layout, knowledge, history,
+# store_steps) stay at services/ top level. turn.py, the one turn service, may use every room.
+SERVICE_ROOMS: dict[str, set[str]] = {
+    "recall": {"context", "plan"},
+    "remember": {"recall", "upkeep"},
+    "context": {"upkeep"},
+    "plan": set(),
+    "upkeep": set(),
+}
+SERVICES = "langmem_plugin.services"
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["langmem_plugin", "services"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in SERVICE_ROOMS else None
+
+
+def test_every_services_package_is_a_pinned_room() -> None:
+    packages = {p.parent.name for p in (PACKAGE / "services").glob("*/__init__.py")}
+    assert packages == set(SERVICE_ROOMS)
+    for room in SERVICE_ROOMS:
+        init = importlib.import_module(f"{SERVICES}.{room}")
+        assert init.__doc__, f"{room}: say what it owns"
+        assert len(init.__doc__.strip().splitlines()) > 2, f"{room}: say what it owns"
+        for name in init.__all__:
+            assert hasattr(init, name), f"{room}.{name}"
+
+
+def test_rooms_import_only_the_rooms_they_may_and_only_through_their_init() -> None:
+    wrong_room, through_a_side_door = [], []
+    for imp in _all_imports():
+        target = _room(imp.target)
+        if target is None or imp.source.split(".")[:1] != ["langmem_plugin"]:
+            continue
+        source = _room(imp.source)
+        if source == target:
+            continue
+        if imp.target != f"{SERVICES}.{target}":
+            through_a_side_door.append(imp)  # every module of the package reaches a room by its door
+        if source is not None and target not in SERVICE_ROOMS[source]:
+            wrong_room.append(imp)
+        if (
+            source is None
+            and imp.source.startswith(SERVICES)
+            and imp.source not in {SERVICES, f"{SERVICES}.turn"}
+        ):
+            wrong_room.append(imp)  # the base modules are below every room
+    assert not wrong_room, _report("imports between rooms that are not pinned", wrong_room)
+    assert not through_a_side_door, _report("imports of a room's module from outside it", through_a_side_door)
+
+
+def test_the_rooms_have_no_circle() -> None:
+    def reaches(start: str, goal: str, seen: frozenset[str] = frozenset()) -> bool:
+        return any(
+            n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in SERVICE_ROOMS[start]
+        )
+
+    assert not [room for room in SERVICE_ROOMS if reaches(room, room)]
+    # and inside a room, no two modules import each other (extraction and consolidation once did)
+    edges = {
+        (imp.source, imp.target)
+        for imp in _all_imports()
+        if _room(imp.source) is not None
+        and _room(imp.source) == _room(imp.target)
+        and not imp.source.endswith(tuple(f".{r}" for r in SERVICE_ROOMS))
+    }
+    assert not [(a, b) for a, b in edges if (b, a) in edges]

@@ -17,8 +17,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langmem_plugin import Memory, MemoryState, RecallConfig, TokenBudgets, WindowConfig, count_tokens
-from langmem_plugin.services.plan import PlanConfig
-from langmem_plugin.services.recall import FENCE_CLOSE, FENCE_OPEN
+from langmem_plugin.services.plan.state import PlanConfig
+from langmem_plugin.services.recall.rank import FENCE_CLOSE, FENCE_OPEN
 from langmem_plugin.surfaces.plan_tools import PLAN_TOOL_NAMES, PlanState, create_plan_tools
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 

@@ -14,7 +14,14 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import LangMemPluginError, PlanError
 from langmem_plugin.services import MemoryLayout, execute
-from langmem_plugin.services.plan import (
+from langmem_plugin.services.plan.render import (
+    archive_key,
+    archive_steps,
+    plan_prompt_lines,
+    plan_record,
+    render_plan,
+)
+from langmem_plugin.services.plan.state import (
     MAX_STEPS,
     MAX_TEXT_CHARS,
     STEP_STATUSES,
@@ -30,13 +37,6 @@ from langmem_plugin.services.plan import (
     new_plan,
     plan_reducer,
     update_step_op,
-)
-from langmem_plugin.services.plan_render import (
-    archive_key,
-    archive_steps,
-    plan_prompt_lines,
-    plan_record,
-    render_plan,
 )
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

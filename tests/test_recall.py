@@ -25,7 +25,7 @@ from langmem_plugin.services import (
     recall_steps,
     save_steps,
 )
-from langmem_plugin.services.recall import quote
+from langmem_plugin.services.recall.rank import quote
 from tests.memory_fixtures import Runner
 
 USER_NS = ("memories", "user", "alice")

@@ -17,7 +17,7 @@ from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services import MemoryLayout, RecallConfig, execute, recall_steps, save_steps
-from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.services.store_steps import CandidateSearch
 from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call

@@ -140,7 +140,7 @@ def test_a_write_that_keeps_failing_is_logged_and_kept(
 ) -> None:
     store = FlakyStore(failures=100)
     writer = EpisodeWriter(retries=2, retry_delay=0.0)
-    with caplog.at_level(logging.WARNING, logger="langmem_plugin.services.remember"):
+    with caplog.at_level(logging.WARNING, logger="langmem_plugin.services.remember.episodes"):
         writer.submit(store, _job(scope), "episode e1")  # does not raise
     assert len(writer.failed) == 1
     assert isinstance(writer.failed[0].error, ConnectionError)

@@ -18,7 +18,7 @@ from langgraph.graph import StateGraph
 
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.tokens import count_message_tokens
-from langmem_plugin.services.results import ResultsConfig, result_id
+from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 CONFIG = {"configurable": {"user_id": "ada", "thread_id": "research"}}

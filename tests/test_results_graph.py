@@ -21,7 +21,7 @@ from langgraph.graph import StateGraph
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services import FENCE_OPEN
-from langmem_plugin.services.results import ResultsConfig, result_id
+from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 

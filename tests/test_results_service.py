@@ -14,7 +14,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, InvalidFilterError, ScopeError
-from langmem_plugin.services.compactors import (
+from langmem_plugin.services.context.compactors import (
     compact,
     excerpt,
     extractive_summary,
@@ -27,14 +27,14 @@ from langmem_plugin.services.compactors import (
     shape_of,
     token_pages,
 )
-from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.results import (
+from langmem_plugin.services.context.results import (
     ResultsConfig,
     citation,
     keep_first,
     pending_results,
     result_id,
 )
+from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces.result_tools import create_result_tools
 

@@ -13,8 +13,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import Memory, MemoryState
+from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.results import ResultsConfig, result_id
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 PAGE = "Findings\n\n" + "\n".join(f"Line {i}: the sub-agent found fact {i}." for i in range(300))

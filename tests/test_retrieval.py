@@ -19,7 +19,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
 from langmem_plugin.core.candidates import CandidateStore
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.testing import FakeEmbeddings
 from tests.memory_fixtures import RecordingEmbeddings
@@ -247,7 +247,7 @@ def test_bad_calls_are_typed_errors(make: Any) -> None:
 
 
 def test_a_pool_without_spread_still_lifts_its_members() -> None:
-    from langmem_plugin.services.fusion import zscores
+    from langmem_plugin.services.recall.fusion import zscores
 
     # one lexical match (a rare name): it must stand above the candidates BM25 did not find
     a, b, c = zscores({"a": 3.2}, ["a", "b", "c"])

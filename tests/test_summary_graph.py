@@ -22,7 +22,7 @@ from langgraph.graph import StateGraph
 from langmem_plugin import Memory, MemoryState, WindowConfig
 from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.summary import SUMMARY_KEY, SummaryConfig, summary_reducer
+from langmem_plugin.services.context.summary import SUMMARY_KEY, SummaryConfig, summary_reducer
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 T1 = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
@@ -183,7 +183,7 @@ def test_a_failing_summarizer_loses_nothing(caplog: pytest.LogCaptureFixture) ->
     memory = _memory(_Broken([]))
     model = ScriptedChatModel(_agent_script())
     graph = _graph(memory, model, InMemorySaver())
-    with caplog.at_level(logging.WARNING, logger="langmem_plugin.services.summary"):
+    with caplog.at_level(logging.WARNING, logger="langmem_plugin.services.context.summary"):
         out = {}
         for i in range(TURNS):
             out = graph.invoke({"messages": [HumanMessage(_question(i))]}, T1)

@@ -11,7 +11,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.scope import Scope, resolve_scope
-from langmem_plugin.services.remember import RememberConfig
+from langmem_plugin.services.remember.episodes import RememberConfig
 from langmem_plugin.services.turn import MemoryTurn, StateKeys
 from langmem_plugin.surfaces import Memory, MemoryState
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call

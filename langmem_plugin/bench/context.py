@@ -20,7 +20,8 @@ Both run by default. The same trace runs through:
   call) and that full first view compacted only past 16k / 32k tokens are rows too;
 - **ours: summary 16k**: ``Memory(window=WindowConfig(max_tokens=16_000, summary=SummaryConfig(...)))``
   with the same scripted summarizer — what the window would drop is summarized once into state,
-  down to half the window (:mod:`langmem_plugin.services.summary`); with and without results as memory.
+  down to half the window (:mod:`langmem_plugin.services.context.summary`); with and without
+  results as memory.
 
 Per model call it prints the prompt tokens (``gpt-4o-mini``'s tokenizer) and, per
 setup, how many calls fit in 16k and 128k tokens, the share of the previous
@@ -52,8 +53,7 @@ from langmem_plugin import Memory, MemoryState, WindowConfig
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.results import ResultsConfig
-from langmem_plugin.services.summary import SummaryConfig
+from langmem_plugin.services.context import ResultsConfig, SummaryConfig
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 __all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]

@@ -10,7 +10,7 @@ memory side without a model:
 - **every turn** — each dialogue turn stored as one memory (``"Speaker: text"``), what a
   memory that never extracts keeps;
 - **extraction** — after each session, that session's observations are the
-  candidates of :func:`~langmem_plugin.services.consolidation.consolidate_steps`
+  candidates of :func:`~langmem_plugin.services.upkeep.consolidation.consolidate_steps`
   (match, duplicate skip, decide, apply, history), into one user memory per
   conversation. The decision model is scripted: it adds every candidate it is
   asked about (no merge, no invalidation), so the numbers show consolidation's
@@ -51,15 +51,16 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import run_steps
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.services.consolidation import (
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.operations import INDEX_FIELDS, write_rounds
+from langmem_plugin.services.upkeep import (
+    Candidate,
     ConsolidationConfig,
     ConsolidationDecisions,
     MemoryDecision,
+    ModelCall,
     consolidate_steps,
 )
-from langmem_plugin.services.extraction import Candidate, ModelCall
-from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS, write_rounds
 
 __all__ = ["DEFAULT_DATA", "ExtractionBenchResult", "Variant", "main", "run_extraction_bench"]
 

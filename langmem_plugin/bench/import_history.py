@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.services.history_import import ImportReport, import_history
+from langmem_plugin.services.remember import ImportReport, import_history
 
 __all__ = ["ImportRun", "locomo_history", "main", "measure_import"]
 

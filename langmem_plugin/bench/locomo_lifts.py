@@ -1,7 +1,7 @@
 """The LoCoMo recipe's lifts: the speaker, the date and how much a turn tells.
 
 Benchmark code, written over the product's one extension point,
-:class:`~langmem_plugin.services.retrieval.Lift` (``RetrievalConfig(lifts=(...))``).
+:class:`~langmem_plugin.services.recall.retrieval.Lift` (``RetrievalConfig(lifts=(...))``).
 Each lift reads what it needs from each candidate of a hybrid search and adds
 to its fused score,
 in the fused score's units (standard deviations of the signals):
@@ -14,7 +14,7 @@ in the fused score's units (standard deviations of the signals):
   (:func:`~langmem_plugin.bench.locomo_salience.memory_salience`).
 
 >>> from langgraph.store.memory import InMemoryStore
->>> from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+>>> from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
 >>> from langmem_plugin.testing import FakeEmbeddings
 >>> store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
 >>> config = RetrievalConfig(lifts=(MentionLift("metadata.speaker", weight=2.0),))
@@ -38,7 +38,7 @@ from langgraph.store.base import Item
 
 from langmem_plugin.bench.locomo_salience import memory_salience
 from langmem_plugin.core.lexical import BM25Encoder
-from langmem_plugin.services.fusion import field_text
+from langmem_plugin.services.recall import field_text
 
 __all__ = ["MentionLift", "PeriodLift", "SalienceLift", "query_period"]
 

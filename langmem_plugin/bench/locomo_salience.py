@@ -3,7 +3,7 @@
 This is benchmark code: English word lists and weights fitted on one dataset
 (LoCoMo conversations 0-4), used by ``langmem-plugin bench locomo`` through
 :class:`~langmem_plugin.bench.locomo_lifts.SalienceLift`. It is not part of the
-product's retrieval; copy it, or write your own :class:`~langmem_plugin.services.retrieval.Lift`,
+product's retrieval; copy it, or write your own :class:`~langmem_plugin.services.recall.retrieval.Lift`,
 for data like it.
 
 In a conversation most turns are not worth recalling on their own. "That's

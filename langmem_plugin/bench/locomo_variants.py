@@ -23,7 +23,7 @@ from langmem_plugin.bench.locomo_data import MAX_PARTS
 from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
 from langmem_plugin.bench.locomo_salience import memory_salience
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.recall import HybridRetriever, RetrievalConfig
 
 __all__ = [
     "EMBEDDED_FIELDS",

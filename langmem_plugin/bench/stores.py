@@ -62,7 +62,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langmem_plugin.bench.core import sample_sentences
 from langmem_plugin.bench.report import format_table, percentile
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError
-from langmem_plugin.services.retrieval import HybridRetriever
+from langmem_plugin.services.recall import HybridRetriever
 
 __all__ = ["OPTIMIZED", "PEERS", "StoreRow", "StoresBenchResult", "check_peers", "run_stores_bench"]
 

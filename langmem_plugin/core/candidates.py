@@ -3,7 +3,7 @@
 A store that has both a vector index and a lexical (BM25) index answers a
 :class:`CandidateQuery` with :class:`Candidates`: the dense top-N with their
 cosine similarities and the lexical top-N with their BM25 scores, raw and
-unfused. :mod:`langmem_plugin.services.retrieval` fuses them, for every store,
+unfused. :mod:`langmem_plugin.services.recall.retrieval` fuses them, for every store,
 in one place. QdrantStore and CheckpointerStore implement
 :class:`CandidateStore`; a store that does not (LangGraph's ``InMemoryStore``,
 ``PostgresStore``) gives its own search as the dense list and no lexical one.

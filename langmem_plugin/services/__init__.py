@@ -9,6 +9,13 @@ operations directly.
 
 from __future__ import annotations
 
+from langmem_plugin.services.context import (
+    adelete_idle_threads,
+    delete_idle_threads,
+    message_blocks,
+    trim_window,
+    window_removals,
+)
 from langmem_plugin.services.knowledge import (
     AddedDocument,
     Document,
@@ -50,17 +57,16 @@ from langmem_plugin.services.recall import (
     recall_steps,
     search_candidates,
 )
-from langmem_plugin.services.remember import Episode, RememberConfig, episode_from_messages, remember_steps
+from langmem_plugin.services.remember import (
+    Episode,
+    EpisodeWriter,
+    FailedWrite,
+    RememberConfig,
+    episode_from_messages,
+    remember_steps,
+)
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
-from langmem_plugin.services.window import (
-    adelete_idle_threads,
-    delete_idle_threads,
-    message_blocks,
-    trim_window,
-    window_removals,
-)
-from langmem_plugin.services.writer import EpisodeWriter, FailedWrite
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -5,7 +5,7 @@
 - ``knowledge``: static documents of one agent, ``("memories", "agent", "{agent}", "knowledge")``.
 - ``run``: notes of one run, kept in graph state (``run_memory``) and cleared when the run ends.
 - ``results``: tool results of one conversation, ``("memories", "results", "{thread_id}")``; written
-  with a TTL (:class:`~langmem_plugin.services.results.ResultsConfig`), so storage stays bounded.
+  with a TTL (:class:`~langmem_plugin.services.context.results.ResultsConfig`), so storage stays bounded.
 
 The three stored compartments sit side by side under ``"memories"``, each under
 its own label, so no user id or thread id can ever collide with another

@@ -36,14 +36,22 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
 
-from langmem_plugin.core.record import CATEGORY_PATTERN, MemoryKind, MemoryRecord, text_problem
+from langmem_plugin.core.record import MemoryKind, MemoryRecord, text_problem
 from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.errors import InvalidFilterError, InvalidRecordError, MemoryNotFoundError
+from langmem_plugin.services.filters import (
+    category_filter,
+    clean_category,
+    clean_tags,
+    matches,
+    parse_when,
+    read_compartments,
+)
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
@@ -66,7 +74,6 @@ __all__ = [
     "get_steps",
     "list_steps",
     "new_memory_id",
-    "parse_when",
     "read_record",
     "save_steps",
     "search_steps",
@@ -84,7 +91,6 @@ _PAGE = 500
 _MAX_SCAN = 5000
 _ROOM_SLACK = 20  # a full namespace gets room for 1/20 of its limit more than the write needs
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_DEFAULT_READ: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
 
 
 @dataclass(frozen=True)
@@ -154,96 +160,6 @@ def to_stored(item: Item, compartment: Compartment) -> StoredMemory | None:
         return None
     score = item.score if isinstance(item, SearchItem) else None
     return StoredMemory(item.key, compartment, tuple(item.namespace), record, score)
-
-
-def _compartments(
-    compartments: Iterable[Compartment | str] | None, *, default: Sequence[Compartment] = _DEFAULT_READ
-) -> list[Compartment]:
-    chosen = [parse_compartment(c, allowed=STORED_COMPARTMENTS) for c in compartments or default]
-    return list(dict.fromkeys(chosen))
-
-
-def parse_when(value: str | datetime | date | None, *, name: str, end: bool = False) -> datetime | None:
-    """A bound of a date filter: an ISO date or datetime (naive means UTC).
-
-    A date alone means its start (``end=False``) or its end (``end=True``).
-
-    Raises:
-        InvalidFilterError: not an ISO 8601 date or datetime.
-    """
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, date):
-        parsed = datetime.combine(value, time.max if end else time.min)
-    else:
-        text = str(value).strip()
-        try:
-            if len(text) == 10:
-                parsed = datetime.combine(date.fromisoformat(text), time.max if end else time.min)
-            else:
-                parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidFilterError(
-                f"{name} must be an ISO 8601 date or datetime such as '2025-01-31' or "
-                f"'2025-01-31T09:00:00Z', got {value!r}"
-            ) from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _matches(
-    record: MemoryRecord,
-    *,
-    category: str | None,
-    tags: Sequence[str] | None,
-    since: datetime | None,
-    until: datetime | None,
-    kinds: Sequence[MemoryKind] | None = None,
-) -> bool:
-    if category and not (record.category == category or record.category.startswith(category + "/")):
-        return False
-    if tags and not set(tags) <= set(record.tags):
-        return False
-    if since is not None and record.created_at < since:
-        return False
-    if until is not None and record.created_at > until:
-        return False
-    return not (kinds and record.kind not in kinds)
-
-
-def _clean_category(category: str | None) -> str | None:
-    if category is None:
-        return None
-    category = category.strip().strip("/")
-    return category or None
-
-
-def _category_filter(category: str | None, *, omit: str) -> str | None:
-    """A category that narrows a read or a clear: ``None``, or a valid category path.
-
-    Never normalised to "no filter": ``"/"``, ``"//"``, ``""``, ``"a//b"``, ``"../x"``, ``"a b"``
-    and a NUL are errors, so a clear can never widen to the whole compartment by accident.
-    """
-    if category is None:
-        return None
-    text = category.strip() if isinstance(category, str) else category
-    if not isinstance(text, str) or not CATEGORY_PATTERN.fullmatch(text):
-        raise InvalidFilterError(
-            f"category {category!r} is not a category path: use segments of letters, digits, '_' or '-' "
-            f"joined by '/', e.g. 'project/rockbot' (no leading or trailing '/', no empty segment, no "
-            f"spaces). {omit}"
-        )
-    return text
-
-
-def _clean_tags(tags: Sequence[str] | str | None) -> list[str] | None:
-    if tags is None:
-        return None
-    if isinstance(tags, str):
-        tags = [tags]
-    cleaned = [t.strip() for t in tags if isinstance(t, str) and t.strip()]
-    return cleaned or None
 
 
 def list_steps(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> StoreSteps[list[Item]]:
@@ -330,7 +246,7 @@ def save_steps(
     namespace = layout.namespace(comp, scope)
     fields: dict[str, Any] = {
         "content": content,
-        "category": _clean_category(category),
+        "category": clean_category(category),
         "tags": list(tags or []),
         "metadata": dict(metadata or {}),
         "kind": kind,
@@ -414,9 +330,9 @@ def search_steps(
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
         raise InvalidFilterError(f"limit must be a whole number from 1 to 100, got {limit!r}")
-    chosen = _compartments(compartments)
-    category = _category_filter(category, omit="Omit category to search every category.")
-    tag_list = _clean_tags(tags)
+    chosen = read_compartments(compartments)
+    category = category_filter(category, omit="Omit category to search every category.")
+    tag_list = clean_tags(tags)
     lower = parse_when(since, name="since")
     upper = parse_when(until, name="until", end=True)
     query = query.strip() if isinstance(query, str) and query.strip() else None
@@ -437,7 +353,7 @@ def search_steps(
     memories = [
         m
         for m in memories
-        if _matches(m.record, category=category, tags=tag_list, since=lower, until=upper, kinds=kinds)
+        if matches(m.record, category=category, tags=tag_list, since=lower, until=upper, kinds=kinds)
     ]
     if query is not None:
         memories.sort(key=lambda m: -(m.score if m.score is not None else float("-inf")))
@@ -462,7 +378,7 @@ def _find_steps(
     scope: Scope, layout: MemoryLayout, memory_id: str, compartments: Iterable[Compartment | str] | None
 ) -> StoreSteps[StoredMemory]:
     key = _check_id(memory_id)
-    namespaces = [(c, layout.namespace(c, scope)) for c in _compartments(compartments)]
+    namespaces = [(c, layout.namespace(c, scope)) for c in read_compartments(compartments)]
     items = yield [GetOp(ns, key) for _, ns in namespaces]
     for (comp, _), item in zip(namespaces, items, strict=True):
         if item is not None and (memory := to_stored(item, comp)) is not None:
@@ -520,7 +436,7 @@ def update_steps(
     if content is not None:
         changes["content"] = content
     if category is not None:
-        changes["category"] = _clean_category(category)
+        changes["category"] = clean_category(category)
     if tags is not None:
         changes["tags"] = list(tags)
     if metadata is not None:
@@ -569,7 +485,7 @@ def categories_steps(
 ) -> StoreSteps[dict[str, int]]:
     """The category tree with counts: every path prefix with the number of memories under it."""
     counts: dict[str, int] = {}
-    for comp in _compartments(compartments):
+    for comp in read_compartments(compartments):
         items = yield from list_steps(layout.namespace(comp, scope))
         for item in items:
             record = read_record(item)
@@ -610,8 +526,8 @@ def clear_steps(
         raise InvalidFilterError(f"everything must be true or false, got {everything!r}")
     namespace = layout.namespace(comp, scope)
     to_clear_all = f"To clear the whole {comp.value} compartment, pass all=true and no category or tags."
-    category = _category_filter(category, omit=to_clear_all)
-    tag_list = _clean_tags(tags)
+    category = category_filter(category, omit=to_clear_all)
+    tag_list = clean_tags(tags)
     narrowed = bool(category or tag_list or kinds)
     if everything and narrowed:
         raise InvalidFilterError(
@@ -627,7 +543,7 @@ def clear_steps(
         m
         for i in items
         if (m := to_stored(i, comp))
-        and _matches(m.record, category=category, tags=tag_list, since=None, until=None, kinds=kinds)
+        and matches(m.record, category=category, tags=tag_list, since=None, until=None, kinds=kinds)
     ]
     if removed:
         if everything:

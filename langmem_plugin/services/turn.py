@@ -7,11 +7,11 @@ surface has it.
 
 - **Before the model** (:meth:`MemoryTurn.before_model`): the recall query from
   the state's messages (and the agent's plan), the search, rank and token fit of
-  :mod:`~langmem_plugin.services.recall`, and the state update that carries what
+  :mod:`~langmem_plugin.services.recall.rank`, and the state update that carries what
   to inject (``memory_prompt``) and the record of it (``memory_context``).
   :meth:`MemoryTurn.model_messages` and :meth:`MemoryTurn.system_prompt` say what
   the model sees: the instructions, the memory prompt, the conversation window.
-- **The plan** (``state["plan"]``, :mod:`~langmem_plugin.services.plan`): its goal
+- **The plan** (``state["plan"]``, :mod:`~langmem_plugin.services.plan.state`): its goal
   joins the recall query, but its section is not part of the memory prompt:
   :meth:`MemoryTurn.system_prompt` renders it from the state it is given, inside the
   same fence, within ``budgets.plan`` tokens — so every model call (each call of a
@@ -19,7 +19,7 @@ surface has it.
   tools left it, whatever the window or a summarizer did to the messages.
 - **After the model** (:meth:`MemoryTurn.after_model`): when the turn ended with
   an answer, the exchange is written as an episode through the shared
-  :class:`~langmem_plugin.services.writer.EpisodeWriter` (inline or in the
+  :class:`~langmem_plugin.services.remember.writer.EpisodeWriter` (inline or in the
   background, retried, never raising into the run), and the state update clears
   run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
   completed plan is archived into session memory (kind ``plan``) through the same
@@ -27,16 +27,17 @@ surface has it.
 - **After the tools** (:meth:`MemoryTurn.after_tools`, also run by ``before_model``): with
   ``results`` configured, large tool results are stored in the results compartment and the
   compaction of results the model has seen is decided once, into state (``tool_results``,
-  ``compacted``; see :mod:`~langmem_plugin.services.results`); :meth:`MemoryTurn.results_view`
+  ``compacted``; see :mod:`~langmem_plugin.services.context.results`); :meth:`MemoryTurn.results_view`
   is what :meth:`MemoryTurn.model_messages` shows of them.
-- **Summarization** (``WindowConfig(summary=SummaryConfig(model))``, :mod:`~langmem_plugin.services.summary`):
+- **Summarization** (``WindowConfig(summary=SummaryConfig(model))``,
+  :mod:`~langmem_plugin.services.context.summary`):
   :meth:`MemoryTurn.after_tools` (so ``before_model`` too) summarizes what the window would drop, once,
   into state (``summary``) and session memory; :meth:`MemoryTurn.model_messages` shows the summary in
   the fence in place of the messages it covers. Without a summarizer the window trims and
   ``memory_context["window"]`` says how many messages it dropped.
   With a reflector, the finished turn is
   handed to background extraction and consolidation
-  (:class:`~langmem_plugin.services.reflection.Reflector`, debounced per thread).
+  (:class:`~langmem_plugin.services.upkeep.reflection.Reflector`, debounced per thread).
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
@@ -72,26 +73,30 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, ScopeError
-from langmem_plugin.services.forgetting import index_thread_ops
-from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.plan import Plan, PlanConfig, as_plan
-from langmem_plugin.services.plan_render import archive_key, archive_steps, render_plan
-from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
-from langmem_plugin.services.reflection import Reflector
-from langmem_plugin.services.remember import RememberConfig, episode_from_messages, remember_steps
-from langmem_plugin.services.results import ResultsConfig, results_update_steps, results_view
-from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
-from langmem_plugin.services.summary import (
+from langmem_plugin.services.context import (
+    ResultsConfig,
     SummaryConfig,
     SummarySteps,
     ado_request,
     do_request,
+    results_update_steps,
+    results_view,
     summary_section,
     summary_steps,
     summary_view,
+    trim_window,
 )
-from langmem_plugin.services.window import trim_window
-from langmem_plugin.services.writer import EpisodeWriter
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.plan import Plan, PlanConfig, archive_key, archive_steps, as_plan, render_plan
+from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
+from langmem_plugin.services.remember import (
+    EpisodeWriter,
+    RememberConfig,
+    episode_from_messages,
+    remember_steps,
+)
+from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
+from langmem_plugin.services.upkeep import Reflector, index_thread_ops
 
 __all__ = [
     "DEFAULT_KEYS",
@@ -130,7 +135,7 @@ class WindowConfig:
     Attributes:
         max_turns: the last this many user turns (``None``: all).
         max_tokens: at most this many tokens of messages (``None``: no limit).
-        summary: summarize what the window would drop (:mod:`~langmem_plugin.services.summary`);
+        summary: summarize what the window would drop (:mod:`~langmem_plugin.services.context.summary`);
             ``None``: the window trims (and ``memory_context["window"]`` says so).
     """
 

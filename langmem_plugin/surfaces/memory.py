@@ -33,21 +33,29 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
 from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services import aexecute, execute
-from langmem_plugin.services.consolidation import ConsolidationConfig
-from langmem_plugin.services.extraction import ExtractionConfig
-from langmem_plugin.services.forgetting import ForgetReport, forget_steps, forget_user_steps
+from langmem_plugin.services.context import ResultsConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
-from langmem_plugin.services.history_import import History, ImportReport, aimport_history, import_history
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, StoredMemory
 from langmem_plugin.services.plan import PlanConfig
-from langmem_plugin.services.recall import Recall, RecallConfig
-from langmem_plugin.services.reflection import Reflector
-from langmem_plugin.services.remember import RememberConfig
-from langmem_plugin.services.results import ResultsConfig
-from langmem_plugin.services.retrieval import HybridRetriever
+from langmem_plugin.services.recall import HybridRetriever, Recall, RecallConfig
+from langmem_plugin.services.remember import (
+    History,
+    ImportReport,
+    RememberConfig,
+    aimport_history,
+    import_history,
+)
 from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
+from langmem_plugin.services.upkeep import (
+    ConsolidationConfig,
+    ExtractionConfig,
+    ForgetReport,
+    Reflector,
+    forget_steps,
+    forget_user_steps,
+)
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
     AsyncMemoryCallbackHandler,
@@ -160,7 +168,7 @@ class Memory:
         embeddings: the embedder of the default store (ignored when ``store`` is given).
         layout: namespace templates and size limits of the compartments.
         recall: search, rank and token budgets of recall (default :class:`RecallConfig`: the
-            store's dense and BM25 candidates fused, see :mod:`langmem_plugin.services.retrieval`).
+            store's dense and BM25 candidates fused, see :mod:`langmem_plugin.services.recall.retrieval`).
             With ``retrieval=None`` recall uses the store's own search; give a store whose
             scores are fused ranks or BM25 (see :func:`scores_are_similarities`) its own
             ``min_relevance`` then.
@@ -171,15 +179,15 @@ class Memory:
         keys: state key names.
         window: how much of the conversation a :meth:`model_node` (and the middleware) shows the
             model; ``WindowConfig(max_tokens=..., summary=SummaryConfig(chat_model))``
-            (:mod:`~langmem_plugin.services.summary`) summarizes what it would drop, into state
+            (:mod:`~langmem_plugin.services.context.summary`) summarizes what it would drop, into state
             and session memory, instead of dropping it.
         tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
             (renames, instructions, compartments).
-        plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.PlanConfig`) adds
+        plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.state.PlanConfig`) adds
             the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
             is rendered into the system prompt at every model call, and a completed plan is
             archived into session memory when the run ends.
-        results: tool results as memory (:class:`~langmem_plugin.services.results.ResultsConfig`):
+        results: tool results as memory (:class:`~langmem_plugin.services.context.results.ResultsConfig`):
             large results stored in the thread's results compartment, shown in full once, then
             as a citation; :attr:`tools` gains ``retrieve_result`` and ``query_results``.
             ``None`` (the default): off.
@@ -424,7 +432,7 @@ class Memory:
         with the same key, fields and passages remember gives it, in the compartments of
         :attr:`remember_config`; the store embeds ``batch_size`` episodes per round. Episodes
         already stored are left as they are, so importing twice writes nothing new. See
-        :mod:`langmem_plugin.services.history_import`.
+        :mod:`langmem_plugin.services.remember.history_import`.
 
         >>> memory = Memory()
         >>> report = memory.import_history(
@@ -518,7 +526,7 @@ class Memory:
         return await aexecute(self.store, forget_steps(resolve_scope(config or {}), self.layout, memory_id))
 
     def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
-        """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.forgetting`).
+        """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
 
         Pending reflections run first, so none writes the user's memories back afterwards.
         """

@@ -35,9 +35,8 @@ from langchain_core.messages import SystemMessage
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
+from langmem_plugin.services.context import ConversationSummary, keep_first, summary_reducer
 from langmem_plugin.services.plan import Plan, plan_reducer
-from langmem_plugin.services.results import keep_first
-from langmem_plugin.services.summary import ConversationSummary, summary_reducer
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 

@@ -36,9 +36,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.context import ConversationSummary, keep_first, summary_reducer
 from langmem_plugin.services.plan import Plan, plan_reducer
-from langmem_plugin.services.results import keep_first
-from langmem_plugin.services.summary import ConversationSummary, summary_reducer
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 
@@ -53,11 +52,12 @@ class MemoryState(MessagesState, total=False):
         memory_context: what recall injected (query, ids, scores, tokens per section) and
             what remember stored.
         run_memory: notes of this run (strings), always injected, cleared when the run ends.
-        plan: the agent's plan (:mod:`langmem_plugin.services.plan`), changed by the plan tools;
+        plan: the agent's plan (:mod:`langmem_plugin.services.plan.state`), changed by the plan tools;
             its reducer merges the updates of parallel tool calls.
         tool_results: the stored tool results, by tool-call id (written once).
         compacted: the citation the model sees instead of a result, by tool-call id (decided once).
-        summary: the running summary of what the window dropped (:mod:`langmem_plugin.services.summary`).
+        summary: the running summary of what the window dropped
+            (:mod:`langmem_plugin.services.context.summary`).
     """
 
     memory_prompt: str
@@ -94,7 +94,7 @@ class RecallNode(RunnableLambda[Any, dict[str, Any]]):
 class RememberNode(RunnableLambda[Any, dict[str, Any]]):
     """Remember where the run ends: the exchange as an episode; run memory cleared.
 
-    Writes go through the turn's :class:`~langmem_plugin.services.writer.EpisodeWriter`:
+    Writes go through the turn's :class:`~langmem_plugin.services.remember.writer.EpisodeWriter`:
     inline or in the background, retried, logged, kept in ``writer.failed`` when they
     still fail — the node itself never raises because of a write.
 

@@ -5,7 +5,7 @@
 and ``get_plan`` — that read the plan from the graph state (``ToolRuntime``) and
 change it by returning ``Command(update={"plan": <patch>, "messages": [ToolMessage]})``.
 A patch carries ops with the ids they act on, and the ``plan`` key's reducer
-(:func:`~langmem_plugin.services.plan.plan_reducer`) applies them to the plan as
+(:func:`~langmem_plugin.services.plan.state.plan_reducer`) applies them to the plan as
 it is when merged: two tool calls of one model turn both stick, and no call
 rewrites the whole list. ``create_plan`` and ``get_plan`` answer with the whole
 plan (its step ids); the others with one line of progress, since the turn service
@@ -50,9 +50,10 @@ from langmem_plugin.services.plan import (
     as_plan,
     complete_op,
     new_plan,
+    plan_progress,
+    render_plan,
     update_step_op,
 )
-from langmem_plugin.services.plan_render import plan_progress, render_plan
 from langmem_plugin.services.turn import state_value
 
 __all__ = ["PLAN_TOOL_NAMES", "PlanState", "create_plan_tools"]
@@ -230,7 +231,7 @@ def create_plan_tools(
 
     Args:
         key: the state key of the plan (its reducer must be
-            :func:`~langmem_plugin.services.plan.plan_reducer`, as in :class:`PlanState`).
+            :func:`~langmem_plugin.services.plan.state.plan_reducer`, as in :class:`PlanState`).
         messages_key: the state key of the messages.
         include: which tools (see :data:`PLAN_TOOL_NAMES`).
 

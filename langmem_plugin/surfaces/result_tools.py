@@ -25,15 +25,16 @@ from pydantic import BaseModel, Field
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
-from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.result_reads import (
+from langmem_plugin.services.context import (
+    RESULT_TOOL_NAMES,
+    ResultsConfig,
     StoredResult,
     Transform,
     get_result_steps,
     list_results_steps,
     transform_result,
 )
-from langmem_plugin.services.results import RESULT_TOOL_NAMES, ResultsConfig
+from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 from langmem_plugin.surfaces._tooling import store_tool

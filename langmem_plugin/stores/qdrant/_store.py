@@ -294,7 +294,7 @@ class QdrantStore(CheckedStore):
     def search_candidates(self, queries: Sequence[CandidateQuery]) -> list[Candidates]:
         """The dense and the BM25 top-N of each query, raw and unfused (see ``core.candidates``).
 
-        What :class:`~langmem_plugin.services.retrieval.HybridRetriever` (and so recall) fuses.
+        What :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` (and so recall) fuses.
         Per query: a count and one capped probe per query word for the background words
         (with embeddings), one embedding request for all queries, one dense and one BM25 query.
         """

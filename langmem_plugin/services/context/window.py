@@ -42,9 +42,9 @@ from langgraph.store.base import BaseStore
 from langmem_plugin.core.record import utc_now
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.forgetting import delete_threads_steps
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.store_steps import aexecute, execute
+from langmem_plugin.services.upkeep import delete_threads_steps
 
 logger = logging.getLogger(__name__)
 

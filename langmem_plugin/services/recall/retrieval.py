@@ -51,7 +51,7 @@ from langgraph.store.base import BaseStore, Item, SearchItem
 
 from langmem_plugin.core.candidates import CandidateQuery, Candidates, check_background_df
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.fusion import field_text, zscores
+from langmem_plugin.services.recall.fusion import field_text, zscores
 from langmem_plugin.services.store_steps import CandidateSearch, StoreSteps, aexecute, execute
 
 __all__ = [

@@ -20,10 +20,10 @@ For each candidate (from extraction, an import, or any caller):
    findable by search. Every change is recorded in the user's history
    (:mod:`langmem_plugin.services.history`).
 5. **cap** — with :attr:`ConsolidationConfig.max_memories`, the least valuable
-   memories are evicted (see :func:`~langmem_plugin.services.forgetting.evict_steps`).
+   memories are evicted (see :func:`~langmem_plugin.services.upkeep.forgetting.evict_steps`).
 
 :func:`consolidate_steps` yields batches of store ops and one
-:class:`~langmem_plugin.services.extraction.ModelCall`; :func:`consolidate` and
+:class:`~langmem_plugin.services.upkeep.candidates.ModelCall`; :func:`consolidate` and
 :func:`aconsolidate` run it.
 """
 
@@ -46,8 +46,6 @@ from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.validity import VALID_AT, invalidated, is_current
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.extraction import Candidate, ModelCall
-from langmem_plugin.services.forgetting import evict_steps
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import (
@@ -64,6 +62,8 @@ from langmem_plugin.services.store_steps import (
     arun_batch,
     run_batch,
 )
+from langmem_plugin.services.upkeep.candidates import Candidate, ModelCall
+from langmem_plugin.services.upkeep.forgetting import evict_steps
 
 __all__ = [
     "DEFAULT_CONSOLIDATION_INSTRUCTIONS",

@@ -17,7 +17,7 @@ What the model sees of a stored result (:func:`results_view`):
    every result seen so far at once, down to :attr:`ResultsConfig.compact_target` of it — or
    once the model has been called :attr:`ResultsConfig.keep_calls` times with it (per tool:
    :attr:`ResultsConfig.keep_calls_by_tool`; no limit by default): a citation — id, tool,
-   arguments, size, a short description (:mod:`~langmem_plugin.services.compactors`) and how
+   arguments, size, a short description (:mod:`~langmem_plugin.services.context.compactors`) and how
    to get the rest.
 
 The default (a small first view, compaction batched at a threshold) keeps the prompt an
@@ -60,7 +60,7 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.compactors import (
+from langmem_plugin.services.context.compactors import (
     Compactor,
     compact,
     head_tokens,
@@ -315,7 +315,7 @@ def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
     """The compacted form of a stored result: id, tool, arguments, size, a description, how to get the rest.
 
     Every field that comes from the tool or the model is quoted
-    (:func:`~langmem_plugin.services.recall.quote`), so none can open or close a prompt fence.
+    (:func:`~langmem_plugin.services.recall.rank.quote`), so none can open or close a prompt fence.
     """
     rid = entry["id"]
     about = compact(text, config.summary_chars, tool=entry["tool"], compactors=config.compactors)

@@ -1,7 +1,7 @@
 """Remember: store each exchange as an episode, and never lose a write quietly.
 
-:func:`episode_from_messages` turns the end of a conversation (the last user
-message, the tools called since, the final answer) into the text of one
+:func:`~langmem_plugin.services.remember.exchanges.episode_from_messages` turns the end of a
+conversation (the last user message, the tools called since, the final answer) into the text of one
 episode. :func:`remember_steps` writes it under a key derived from the thread
 and the messages, so writing the same exchange twice — a retry, a replay —
 leaves one episode.
@@ -14,25 +14,22 @@ never wider). Either way its metadata keeps its ``thread_id``.
 When a compartment is full, its oldest *episodes* make room; other memories
 are never evicted.
 
-:class:`~langmem_plugin.services.writer.EpisodeWriter` runs those writes inline
+:class:`~langmem_plugin.services.remember.writer.EpisodeWriter` runs those writes inline
 or in the background, retries, and never loses one quietly. A text longer than
 what the embedder sees is split into passages
-(:mod:`~langmem_plugin.services.passages`), each searchable and linked to its
+(:mod:`~langmem_plugin.services.recall.passages`), each searchable and linked to its
 episode.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import GetOp, PutOp
 
 from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
@@ -46,7 +43,7 @@ from langmem_plugin.services.layout import (
     parse_compartment,
 )
 from langmem_plugin.services.operations import INDEX_FIELDS, episode_room_steps, write_steps
-from langmem_plugin.services.passages import Passage, join_passages, split_passages
+from langmem_plugin.services.recall import Passage, join_passages, split_passages
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -56,11 +53,9 @@ __all__ = [
     "Episode",
     "EpisodesWritten",
     "RememberConfig",
-    "episode_from_messages",
     "episode_key",
     "episode_records",
     "episode_text_steps",
-    "episodes_from_messages",
     "passage_key",
     "remember_steps",
     "write_episodes_steps",
@@ -168,14 +163,14 @@ MAX_EPISODE_PARTS = 8
 EPISODE_PART_FIELDS: tuple[str, ...] = tuple(f"metadata.part_{n}" for n in range(1, MAX_EPISODE_PARTS + 1))
 #: The category of an episode's passages.
 PASSAGE_CATEGORY = f"{EPISODE_CATEGORY}/passages"
-_CONTEXT_CHARS = 400
+CONTEXT_CHARS = 400
 _METADATA_CHARS = 2000
 _TAG_CHARS = 64
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+[\"')\]]*|\n|$)\s*")
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
     """``text`` with lone surrogates replaced: a bad decode never makes a write fail."""
     return _SURROGATE.sub("\ufffd", text)
 
@@ -225,18 +220,18 @@ class Episode:
     def content(self, max_chars: int) -> str:
         """The episode's text, each side shortened to fit ``max_chars`` in all."""
         if self.is_message:
-            return _shorten(self.text(), max_chars)
+            return shorten(self.text(), max_chars)
         tools = f"\nTools: {', '.join(self.tools)}" if self.tools else ""
         budget = max(max_chars - len(tools) - len("User: \nAssistant: "), 20)
         user, assistant = self.user, self.assistant
         if len(user) + len(assistant) > budget:
             half = budget // 2
             if len(user) > half and len(assistant) > half:
-                user, assistant = _shorten(user, half), _shorten(assistant, budget - half)
+                user, assistant = shorten(user, half), shorten(assistant, budget - half)
             elif len(user) > half:
-                user = _shorten(user, budget - len(assistant))
+                user = shorten(user, budget - len(assistant))
             else:
-                assistant = _shorten(assistant, budget - len(user))
+                assistant = shorten(assistant, budget - len(user))
         return f"User: {user}\nAssistant: {assistant}{tools}"[:max_chars]
 
     def basis(self) -> tuple[str, ...]:
@@ -266,140 +261,8 @@ def passage_key(key: str, index: int) -> str:
     return f"{key}-p{index}"
 
 
-def _shorten(text: str, limit: int) -> str:
+def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
-
-
-def _text(message: BaseMessage) -> str:
-    return message.text if isinstance(message.text, str) else str(message.content)
-
-
-def _speaker(message: BaseMessage) -> str:
-    if message.name:
-        return message.name
-    return "user" if isinstance(message, HumanMessage) else "assistant"
-
-
-def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
-    """The episode of ``segment`` (a user message and what followed it), or ``None`` unanswered."""
-    human = segment[0]
-    answer: AIMessage | None = None
-    tools: list[str] = []
-    for message in segment[1:]:
-        if isinstance(message, AIMessage):
-            tools.extend(call["name"] for call in message.tool_calls)
-            if _text(message).strip() and not message.tool_calls:
-                answer = message
-    if answer is None:
-        return None
-    return Episode(
-        _clean(_text(human).strip()),
-        _clean(_text(answer).strip()),
-        tuple(dict.fromkeys(tools)),
-        (human.id or "", answer.id or ""),
-        speaker=human.name or None,
-    )
-
-
-def _segments(
-    messages: Sequence[AnyMessage | BaseMessage],
-) -> list[tuple[int, list[AnyMessage | BaseMessage]]]:
-    """The exchanges of ``messages``: (index of the user message, the messages from it to the next)."""
-    segments: list[tuple[int, list[AnyMessage | BaseMessage]]] = []
-    for index, message in enumerate(messages):
-        if isinstance(message, HumanMessage):
-            segments.append((index, [message]))
-        elif segments:
-            segments[-1][1].append(message)
-    return segments
-
-
-def _linked(
-    episodes: Sequence[tuple[Episode, int]], *, first_previous: Episode | None = None
-) -> list[Episode]:
-    """``episodes`` (with their positions) linked to their neighbours in the thread."""
-    out: list[Episode] = []
-    for n, (episode, position) in enumerate(episodes):
-        previous = episodes[n - 1][0] if n else first_previous
-        following = episodes[n + 1][0] if n + 1 < len(episodes) else None
-        out.append(
-            dataclasses.replace(
-                episode,
-                position=position,
-                previous=previous.basis() if previous is not None else None,
-                following=following.basis() if following is not None else None,
-                context=_shorten(previous.text(), _CONTEXT_CHARS) if previous is not None else "",
-            )
-        )
-    return out
-
-
-def episode_from_messages(messages: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
-    """The last exchange in ``messages``, or ``None`` when there is no answered user message.
-
-    It carries its place in the thread: its position among the thread's exchanges, and the key
-    and the beginning of the exchange before it.
-
-    >>> from langchain_core.messages import AIMessage, HumanMessage
-    >>> episode_from_messages([HumanMessage("hi"), AIMessage("hello!")]).content(200)
-    'User: hi\\nAssistant: hello!'
-    """
-    segments = _segments(messages)
-    if not segments:
-        return None
-    last = _exchange(segments[-1][1])
-    if last is None:
-        return None
-    previous = next((e for _, s in reversed(segments[:-1]) if (e := _exchange(s)) is not None), None)
-    (episode,) = _linked([(last, len(segments) - 1)], first_previous=previous)
-    return episode
-
-
-def episodes_from_messages(
-    messages: Sequence[AnyMessage | BaseMessage],
-    *,
-    per: Literal["exchange", "message"] = "exchange",
-    times: Sequence[datetime | None] | None = None,
-    sessions: Sequence[str | None] | None = None,
-) -> list[Episode]:
-    """Every episode of ``messages``, in order, each linked to its neighbours.
-
-    Args:
-        messages: the thread's messages.
-        per: ``"exchange"``: one episode per answered user message, as remember writes them;
-            ``"message"``: one per message with text (a conversation between people).
-        times: the time of each message (the episode takes its first message's).
-        sessions: the session of each message.
-    """
-    found: list[tuple[Episode, int]] = []
-    starts: list[int] = []
-    if per == "message":
-        for index, message in enumerate(messages):
-            if isinstance(message, (HumanMessage, AIMessage)) and (text := _text(message).strip()):
-                found.append(
-                    (Episode(_clean(text), "", (), (message.id or "",), speaker=_speaker(message)), index)
-                )
-                starts.append(index)
-    elif per == "exchange":
-        for position, (start, segment) in enumerate(_segments(messages)):
-            episode = _exchange(segment)
-            if episode is not None:
-                found.append((episode, position))
-                starts.append(start)
-    else:
-        raise ConfigurationError(f"per must be 'exchange' or 'message', got {per!r}")
-    linked = _linked(found)
-    return [
-        dataclasses.replace(
-            episode,
-            time=times[start] if times is not None else episode.time,
-            session=sessions[start] if sessions is not None else episode.session,
-        )
-        for episode, start in zip(linked, starts, strict=True)
-    ]
-
-
-# -- passages ---------------------------------------------------------------------------------
 
 
 def _sentences(text: str) -> list[str]:
@@ -407,7 +270,7 @@ def _sentences(text: str) -> list[str]:
     parts = [s for m in _SENTENCE.finditer(text) if len((s := m.group().strip()).split()) >= 3]
     if len(parts) > MAX_EPISODE_PARTS:
         parts = [*parts[: MAX_EPISODE_PARTS - 1], " ".join(parts[MAX_EPISODE_PARTS - 1 :])]
-    return [_shorten(p, _METADATA_CHARS) for p in parts]
+    return [shorten(p, _METADATA_CHARS) for p in parts]
 
 
 def _metadata(episode: Episode, scope: Scope, key: str) -> dict[str, str]:
@@ -423,14 +286,14 @@ def _metadata(episode: Episode, scope: Scope, key: str) -> dict[str, str]:
     if around:
         meta["neighbours"] = " ".join(around)
     if episode.session is not None:
-        meta["session"] = _shorten(episode.session, _METADATA_CHARS)
-    meta["speaker"] = _shorten(episode.speaker or "user", 200)
+        meta["session"] = shorten(episode.session, _METADATA_CHARS)
+    meta["speaker"] = shorten(episode.speaker or "user", 200)
     meta["role"] = "message" if episode.is_message else "exchange"
     if episode.context:
-        meta["context"] = _shorten(episode.context, _METADATA_CHARS)
+        meta["context"] = shorten(episode.context, _METADATA_CHARS)
     ids = " ".join(i for i in episode.message_ids if i)
     if ids:
-        meta["message_ids"] = _shorten(ids, _METADATA_CHARS)
+        meta["message_ids"] = shorten(ids, _METADATA_CHARS)
     return meta
 
 

@@ -10,7 +10,7 @@
   and summary) in session memory, under a key made from the plan id, so archiving it twice
   leaves one record that ``search_memory`` finds.
 
->>> from langmem_plugin.services.plan import new_plan
+>>> from langmem_plugin.services.plan.state import new_plan
 >>> plan = new_plan("Ship 2.0", [f"step {i}" for i in range(1, 31)], plan_id="p1")
 >>> print(render_plan(plan, budget=60))
 [plan]
@@ -35,7 +35,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, count_steps
-from langmem_plugin.services.plan import MAX_TEXT_CHARS, PLAN_CATEGORY, Plan, StepStatus, as_plan
+from langmem_plugin.services.plan.state import MAX_TEXT_CHARS, PLAN_CATEGORY, Plan, StepStatus, as_plan
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = ["archive_key", "archive_steps", "plan_progress", "plan_prompt_lines", "plan_record", "render_plan"]

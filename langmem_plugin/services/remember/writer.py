@@ -29,7 +29,7 @@ from langmem_plugin.services.layout import (
 from langmem_plugin.services.store_steps import Pause, StoreRequest, StoreSteps, arun_batch, run_batch
 
 if TYPE_CHECKING:
-    from langmem_plugin.services.remember import RememberConfig
+    from langmem_plugin.services.remember.episodes import RememberConfig
 
 __all__ = ["EpisodeWriter", "FailedWrite"]
 

@@ -7,8 +7,8 @@ A history is a list of messages, or a list of sessions of messages with their da
 Messages are LangChain messages or ``{"role", "content"}`` dicts (``"name"`` or ``"speaker"``
 names who spoke; a role other than user/assistant/tool/system is taken as a speaker's name).
 :func:`import_history` cuts the history into episodes exactly as remember does
-(:func:`~langmem_plugin.services.remember.episodes_from_messages`: the same keys, fields and
-passages), and writes them with :func:`~langmem_plugin.services.remember.write_episodes_steps`
+(:func:`~langmem_plugin.services.remember.exchanges.episodes_from_messages`: the same keys, fields and
+passages), and writes them with :func:`~langmem_plugin.services.remember.episodes.write_episodes_steps`
 in batches, so the store embeds many texts per call. An episode already stored is left as it
 is: importing the same history again writes nothing, and an interrupted import resumes.
 
@@ -36,17 +36,17 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, ScopeError
-from langmem_plugin.services.forgetting import index_thread_ops
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.remember import (
+from langmem_plugin.services.remember.episodes import (
     Episode,
     EpisodesWritten,
     RememberConfig,
-    episodes_from_messages,
     write_episodes_steps,
 )
+from langmem_plugin.services.remember.exchanges import episodes_from_messages
+from langmem_plugin.services.remember.writer import EpisodeWriter, FailedWrite
 from langmem_plugin.services.store_steps import StoreSteps
-from langmem_plugin.services.writer import EpisodeWriter, FailedWrite
+from langmem_plugin.services.upkeep import index_thread_ops
 
 __all__ = [
     "History",

@@ -16,8 +16,8 @@ the messages it would drop are summarized instead:
 - **Incremental.** The summarizer sees the previous summary and only the newly dropped
   messages (:func:`summarizer_messages`), never the whole history again.
 - **Tool pairs stay whole.** The cut is made by
-  :func:`~langmem_plugin.services.window.trim_window`, which cuts only between
-  :func:`~langmem_plugin.services.window.message_blocks`: an AI message that calls tools
+  :func:`~langmem_plugin.services.context.window.trim_window`, which cuts only between
+  :func:`~langmem_plugin.services.context.window.message_blocks`: an AI message that calls tools
   and its results are summarized together or kept together.
 - **Shown in place of what it covers, never as a turn.** :func:`summary_view` leaves out
   the covered messages; :func:`summary_section` is a section of the memory fence
@@ -59,9 +59,9 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.context.window import trim_window
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.store_steps import StoreRequest, arun_batch, run_batch
-from langmem_plugin.services.window import trim_window
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

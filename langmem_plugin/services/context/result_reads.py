@@ -1,6 +1,6 @@
 """Reading stored tool results back: one by id, a filtered list, and the parts ``retrieve_result`` gives.
 
-The results are written by :mod:`~langmem_plugin.services.results`; here they are
+The results are written by :mod:`~langmem_plugin.services.context.results`; here they are
 read, as store steps, within the scope's own results compartment only. An unknown
 or expired id raises :class:`~langmem_plugin.errors.MemoryNotFoundError`, a request
 the model can fix :class:`~langmem_plugin.errors.InvalidFilterError`: the tools
@@ -21,7 +21,7 @@ from langmem_plugin.core.fence import quote
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
-from langmem_plugin.services.compactors import (
+from langmem_plugin.services.context.compactors import (
     compact,
     excerpt,
     extractive_summary,

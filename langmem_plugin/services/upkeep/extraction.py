@@ -13,7 +13,7 @@ Without a model there is no extraction: :attr:`ExtractionConfig.enabled` is
 memories with a heuristic.
 
 A model call is a request (:class:`ModelCall`) yielded by the steps of
-:mod:`~langmem_plugin.services.reflection`, like a batch of store ops; the
+:mod:`~langmem_plugin.services.upkeep.reflection`, like a batch of store ops; the
 drivers carry it out with ``invoke`` or ``ainvoke``.
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
@@ -43,10 +43,9 @@ from pydantic import BaseModel, Field
 from langmem_plugin.core.fence import quote
 from langmem_plugin.core.record import CATEGORY_PATTERN, DEFAULT_CATEGORY, MemoryKind
 from langmem_plugin.errors import ConfigurationError, InvalidFilterError
-from langmem_plugin.services.operations import parse_when
-
-if TYPE_CHECKING:
-    from langmem_plugin.services.consolidation import ConsolidationConfig
+from langmem_plugin.services.filters import parse_when
+from langmem_plugin.services.upkeep.candidates import Candidate, ModelCall
+from langmem_plugin.services.upkeep.consolidation import ConsolidationConfig
 
 __all__ = [
     "DEFAULT_EXTRACTION_INSTRUCTIONS",
@@ -101,29 +100,6 @@ class ExtractedMemories(BaseModel):
     """Memories to keep from the conversation (an empty list when there are none)."""
 
     memories: list[ExtractedMemory] = Field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A memory proposed by extraction (or by any caller), before consolidation.
-
-    Attributes:
-        content: the memory's text.
-        kind: fact, preference, event or instruction (any :class:`MemoryKind`).
-        category: a valid category path.
-        tags: labels.
-        priority: 1–10.
-        valid_at: when it became true, when known.
-        metadata: string pairs kept on the memory (a source id, the evidence it came from).
-    """
-
-    content: str
-    kind: MemoryKind = MemoryKind.FACT
-    category: str = DEFAULT_CATEGORY
-    tags: tuple[str, ...] = ()
-    priority: int = 5
-    valid_at: datetime | None = None
-    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 def _category(value: Any) -> str:
@@ -193,40 +169,6 @@ def to_candidates(output: Any) -> list[Candidate]:
 
 
 @dataclass(frozen=True)
-class ModelCall:
-    """A request for a chat model: the structured output of ``schema`` for ``messages``.
-
-    Attributes:
-        schema: the pydantic model the answer is parsed into (its name is the tool's name).
-        messages: what the model is sent.
-        purpose: ``"extraction"`` or ``"consolidation"`` (which configured model answers).
-    """
-
-    schema: type[BaseModel]
-    messages: list[BaseMessage]
-    purpose: Literal["extraction", "consolidation"]
-
-    def _runnable(self, model: BaseChatModel) -> Any:
-        return model.with_structured_output(self.schema, method="function_calling")
-
-    def run(self, model: BaseChatModel) -> BaseModel:
-        """Ask ``model`` (blocking)."""
-        return self._check(self._runnable(model).invoke(self.messages))
-
-    async def arun(self, model: BaseChatModel) -> BaseModel:
-        """Ask ``model`` (awaited)."""
-        return self._check(await self._runnable(model).ainvoke(self.messages))
-
-    def _check(self, answer: Any) -> BaseModel:
-        if not isinstance(answer, self.schema):
-            raise ValueError(
-                f"the {self.purpose} model did not call the {self.schema.__name__} tool "
-                f"(got {type(answer).__name__}); use a chat model that supports tool calling"
-            )
-        return answer
-
-
-@dataclass(frozen=True)
 class ExtractionConfig:
     """Extraction, consolidation and background reflection, configured once.
 
@@ -240,7 +182,8 @@ class ExtractionConfig:
         max_messages: the most recent messages (user and assistant text) one extraction reads.
         context_messages: messages before those, already reflected on, shown as context only.
         consolidation: how candidates are matched and merged into the user's memory
-            (``None``: the defaults of :class:`~langmem_plugin.services.consolidation.ConsolidationConfig`).
+            (``None``: the defaults of
+            :class:`~langmem_plugin.services.upkeep.consolidation.ConsolidationConfig`).
         debounce: seconds a thread must stay quiet before its reflection runs; a new
             message in that time reschedules it (and it then reads that message too).
         max_wait: the most seconds a pending job waits from its first message: a thread that

@@ -18,7 +18,7 @@ logic, no I/O:
   a whole :class:`Plan` sets the plan; ``None`` clears it. The reducer never raises for
   an op that no longer applies (a parallel op got there first): it is skipped and noted
   in the plan's history.
-- **Prompt and archive** — :mod:`langmem_plugin.services.plan_render`: the plan section
+- **Prompt and archive** — :mod:`langmem_plugin.services.plan.render`: the plan section
   within a token budget, and the archived plan (a memory of kind ``plan``).
 
 >>> plan = new_plan("Ship 2.0", ["Write changelog", "Run tests"], plan_id="p1")

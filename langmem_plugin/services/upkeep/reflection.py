@@ -1,8 +1,8 @@
 """Background reflection: extraction and consolidation after a run, off the user's turn.
 
 :func:`reflect_steps` is one reflection as steps: the extraction call
-(:mod:`~langmem_plugin.services.extraction`), then consolidation into the
-user's memory (:mod:`~langmem_plugin.services.consolidation`). It yields store
+(:mod:`~langmem_plugin.services.upkeep.extraction`), then consolidation into the
+user's memory (:mod:`~langmem_plugin.services.upkeep.consolidation`). It yields store
 ops and model calls; :class:`Reflector` runs it in one background thread.
 
 :class:`Reflector` is what the turn service hands each finished turn to
@@ -45,15 +45,20 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.consolidation import (
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.upkeep.consolidation import (
     ConsolidationResult,
     Request,
     arun_requests,
     consolidate_steps,
     run_requests,
 )
-from langmem_plugin.services.extraction import Candidate, ExtractionConfig, extraction_call, to_candidates
-from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.upkeep.extraction import (
+    Candidate,
+    ExtractionConfig,
+    extraction_call,
+    to_candidates,
+)
 
 __all__ = ["FailedReflection", "ReflectionResult", "Reflector", "areflect", "reflect", "reflect_steps"]
 

@@ -1,0 +1,74 @@
+"""Context: what the model's window holds during a run.
+
+- :mod:`.results`, :mod:`.result_reads`: tool results stored once and shown compacted, and
+  the reads the model can make of them.
+- :mod:`.compactors`: how a result is cut down to what fits.
+- :mod:`.window`: the window trimmed to its budget, idle threads deleted.
+- :mod:`.summary`: what the window drops, summarized so nothing is lost.
+
+Other rooms import from here only (``tests/test_package.py`` pins it).
+"""
+
+from __future__ import annotations
+
+from langmem_plugin.services.context.compactors import head_tokens
+from langmem_plugin.services.context.result_reads import (
+    StoredResult,
+    Transform,
+    get_result_steps,
+    list_results_steps,
+    transform_result,
+)
+from langmem_plugin.services.context.results import (
+    RESULT_TOOL_NAMES,
+    ResultsConfig,
+    keep_first,
+    results_update_steps,
+    results_view,
+)
+from langmem_plugin.services.context.summary import (
+    ConversationSummary,
+    SummaryConfig,
+    SummarySteps,
+    ado_request,
+    do_request,
+    summary_reducer,
+    summary_section,
+    summary_steps,
+    summary_view,
+)
+from langmem_plugin.services.context.window import (
+    adelete_idle_threads,
+    delete_idle_threads,
+    message_blocks,
+    trim_window,
+    window_removals,
+)
+
+__all__ = [
+    "RESULT_TOOL_NAMES",
+    "ConversationSummary",
+    "ResultsConfig",
+    "StoredResult",
+    "SummaryConfig",
+    "SummarySteps",
+    "Transform",
+    "adelete_idle_threads",
+    "ado_request",
+    "delete_idle_threads",
+    "do_request",
+    "get_result_steps",
+    "head_tokens",
+    "keep_first",
+    "list_results_steps",
+    "message_blocks",
+    "results_update_steps",
+    "results_view",
+    "summary_reducer",
+    "summary_section",
+    "summary_steps",
+    "summary_view",
+    "transform_result",
+    "trim_window",
+    "window_removals",
+]

@@ -1,0 +1,46 @@
+"""Recall: what memory the model sees before it answers.
+
+- :mod:`.rank`: the recall steps: fill each compartment's namespace, search, lift, fit the
+  token budgets and fence what is injected (:class:`RecallConfig`, :class:`Recall`).
+- :mod:`.retrieval`: the hybrid candidate search (dense and lexical lists, the neighbour and
+  session lifts) a store answers in one batch.
+- :mod:`.fusion`: score fusion of the candidate lists.
+- :mod:`.passages`: long exchanges cut into passages and joined back.
+
+Other rooms import from here only (``tests/test_package.py`` pins it).
+"""
+
+from __future__ import annotations
+
+from langmem_plugin.services.recall.fusion import field_text
+from langmem_plugin.services.recall.passages import Passage, join_passages, split_passages
+from langmem_plugin.services.recall.rank import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    Recall,
+    RecallConfig,
+    RecalledItem,
+    TokenBudgets,
+    query_from_state,
+    recall_steps,
+    search_candidates,
+)
+from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
+
+__all__ = [
+    "FENCE_CLOSE",
+    "FENCE_OPEN",
+    "HybridRetriever",
+    "Passage",
+    "Recall",
+    "RecallConfig",
+    "RecalledItem",
+    "RetrievalConfig",
+    "TokenBudgets",
+    "field_text",
+    "join_passages",
+    "query_from_state",
+    "recall_steps",
+    "search_candidates",
+    "split_passages",
+]
