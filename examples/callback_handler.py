@@ -29,7 +29,7 @@ builder.add_edge(START, "chatbot")
 builder.add_edge("chatbot", END)
 graph = builder.compile()
 
-memory = Memory(model="gpt-4o-mini")
+memory = Memory(tokenizer_model="gpt-4o-mini")
 handler = memory.callback_handler()
 config: Any = {"configurable": {"user_id": "grace", "thread_id": "trip"}, "callbacks": [handler]}
 graph.invoke({"messages": [HumanMessage("Hi, I'm Grace, planning Paris in June.")]}, config)

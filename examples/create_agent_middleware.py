@@ -21,7 +21,7 @@ try:
 except ImportError:
     sys.exit("langchain is not installed. Fix: pip install 'langmem-plugin[agents]'")
 
-memory = Memory(model="gpt-4o-mini")
+memory = Memory(tokenizer_model="gpt-4o-mini")
 
 if os.environ.get("OPENAI_API_KEY"):
     from langchain_openai import ChatOpenAI

@@ -22,7 +22,7 @@ from langgraph.graph import StateGraph
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
-memory = Memory(model="gpt-4o-mini", plan=True)
+memory = Memory(tokenizer_model="gpt-4o-mini", plan=True)
 config = {"configurable": {"user_id": "ada", "thread_id": "release-2-0"}}
 
 

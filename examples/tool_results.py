@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import ContextConfig, Memory, MemoryState
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
@@ -31,7 +31,9 @@ def fetch_page(url: str) -> str:
     return PAGE
 
 
-memory = Memory(embeddings=FakeEmbeddings(), model="gpt-4o-mini", results=ResultsConfig())
+memory = Memory(
+    embeddings=FakeEmbeddings(), tokenizer_model="gpt-4o-mini", context=ContextConfig(results=ResultsConfig())
+)
 first = tool_call("fetch_page", url="https://tea.example/japan")
 rid = result_id(first.tool_calls[0]["id"])
 model = ScriptedChatModel(

@@ -32,18 +32,20 @@ from langmem_plugin.services import (
     add_documents,
     trim_window,
 )
-from langmem_plugin.services.context import ResultsConfig
+from langmem_plugin.services.context import ContextConfig, ResultsConfig
 from langmem_plugin.services.upkeep import ExtractionConfig
 from langmem_plugin.stores import CheckpointerStore
 from langmem_plugin.surfaces import (
     Memory,
     MemoryState,
-    StateKeys,
     WindowConfig,
     add_memory_agent,
     create_memory_tools,
     memory_index,
 )
+
+# StateKeys now goes inside ContextConfig(keys=...): still importable here, no longer in __all__.
+from langmem_plugin.surfaces import StateKeys as StateKeys
 
 if TYPE_CHECKING:  # type checkers see the name; a module __getattr__ would hide unknown imports from them
     from langmem_plugin.stores.qdrant import QdrantStore
@@ -70,6 +72,7 @@ __all__ = [
     "Compartment",
     "CompartmentLimits",
     "ConfigurationError",
+    "ContextConfig",
     "ExtractionConfig",
     "LangMemPluginError",
     "Memory",
@@ -83,7 +86,6 @@ __all__ = [
     "RememberConfig",
     "ResultsConfig",
     "Scope",
-    "StateKeys",
     "TokenBudgets",
     "WindowConfig",
     "__version__",

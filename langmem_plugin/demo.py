@@ -410,7 +410,7 @@ def run_demo(
             extractor = offline_extractor() if isinstance(model, ScriptedChatModel) else model
         memory = Memory(
             store,
-            model=TOKEN_MODEL,
+            tokenizer_model=TOKEN_MODEL,
             recall=RecallConfig(min_relevance=None, max_items=6),
             plan=True,
             extraction=ExtractionConfig(model=extractor) if extraction else None,

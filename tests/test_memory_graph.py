@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
-from langmem_plugin import Memory, MemoryState, RememberConfig, StateKeys
+from langmem_plugin import ContextConfig, Memory, MemoryState, RememberConfig, StateKeys
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.services import FENCE_OPEN
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
@@ -29,7 +29,7 @@ def _system_text(messages: list[Any]) -> str:
 
 
 def _memory() -> Memory:
-    return Memory(embeddings=FakeEmbeddings(), model="gpt-4o-mini")
+    return Memory(embeddings=FakeEmbeddings(), tokenizer_model="gpt-4o-mini")
 
 
 def _preference_script() -> list[Any]:
@@ -124,7 +124,7 @@ def test_hand_wired_nodes_with_custom_state_keys() -> None:
     keys = StateKeys(
         messages="chat", memory_prompt="mem_text", memory_context="mem_record", run_memory="notes"
     )
-    memory = Memory(embeddings=FakeEmbeddings(), keys=keys)
+    memory = Memory(embeddings=FakeEmbeddings(), context=ContextConfig(keys=keys))
     model = ScriptedChatModel(
         [lambda messages: "saw notes" if "scratch note" in _system_text(messages) else "no"]
     )

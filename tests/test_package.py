@@ -24,6 +24,7 @@ PACKAGE = Path(langmem_plugin.__file__).parent
 EXPECTED_ALL = {
     "CheckpointerStore",
     "Compartment",
+    "ContextConfig",
     "CompartmentLimits",
     "ConfigurationError",
     "ExtractionConfig",
@@ -39,7 +40,6 @@ EXPECTED_ALL = {
     "RememberConfig",
     "ResultsConfig",
     "Scope",
-    "StateKeys",
     "TokenBudgets",
     "WindowConfig",
     "__version__",

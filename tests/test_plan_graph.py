@@ -16,7 +16,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from langmem_plugin import Memory, MemoryState, RecallConfig, TokenBudgets, WindowConfig, count_tokens
+from langmem_plugin import (
+    ContextConfig,
+    Memory,
+    MemoryState,
+    RecallConfig,
+    TokenBudgets,
+    WindowConfig,
+    count_tokens,
+)
 from langmem_plugin.services.plan.state import PlanConfig
 from langmem_plugin.services.recall.rank import FENCE_CLOSE, FENCE_OPEN
 from langmem_plugin.surfaces.plan_tools import PLAN_TOOL_NAMES, PlanState, create_plan_tools
@@ -55,7 +63,7 @@ def graph_of(memory: Memory, model: ScriptedChatModel, checkpointer: Any) -> Any
 
 
 def _memory(**kwargs: Any) -> Memory:
-    return Memory(embeddings=FakeEmbeddings(), model="gpt-4o-mini", plan=True, **kwargs)
+    return Memory(embeddings=FakeEmbeddings(), tokenizer_model="gpt-4o-mini", plan=True, **kwargs)
 
 
 def test_memory_with_plan_has_the_plan_tools() -> None:
@@ -229,9 +237,9 @@ def test_the_plan_reaches_the_prompt_in_budget_after_the_window_trimmed_its_mess
     budget = 80
     memory = Memory(
         embeddings=FakeEmbeddings(),
-        model="gpt-4o-mini",
+        tokenizer_model="gpt-4o-mini",
         plan=True,
-        window=WindowConfig(max_turns=1),
+        context=ContextConfig(window=WindowConfig(max_turns=1)),
         recall=RecallConfig(budgets=TokenBudgets(plan=budget), model="gpt-4o-mini"),
     )
     steps = [f"Migrate table number {i} to the new schema" for i in range(1, 13)]

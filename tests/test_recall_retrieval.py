@@ -32,7 +32,7 @@ def _config(thread: str) -> Any:
 def _memory(mode: str) -> Memory:
     recall = RecallConfig(retrieval=RetrievalConfig(mode=mode))  # type: ignore[arg-type]
     index: Any = {"dims": 256, "embed": FakeEmbeddings(), "fields": ["content"]}
-    memory = Memory(QdrantStore(":memory:", index=index), recall=recall, model="gpt-4o-mini")
+    memory = Memory(QdrantStore(":memory:", index=index), recall=recall, tokenizer_model="gpt-4o-mini")
     scope = Scope(user_id="alice")
     for k in range(40):  # more than the dense search returns: some hits are lexical-only
         execute(

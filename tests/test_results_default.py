@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import ContextConfig, Memory, MemoryState
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
@@ -60,7 +60,9 @@ def test_the_default_keeps_the_prefix_until_it_compacts_every_seen_result_at_onc
         6000,
         0.05,
     )
-    memory = Memory(embeddings=FakeEmbeddings(), model="gpt-4o-mini", results=config)
+    memory = Memory(
+        embeddings=FakeEmbeddings(), tokenizer_model="gpt-4o-mini", context=ContextConfig(results=config)
+    )
     script: list[Any] = [tool_call("fetch_page", url=url) for url in PAGES]
     model = ScriptedChatModel([*script, "Done."])
     builder = StateGraph(MemoryState)

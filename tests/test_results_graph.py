@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import ContextConfig, Memory, MemoryState
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services import FENCE_OPEN
 from langmem_plugin.services.context.results import ResultsConfig, result_id
@@ -60,7 +60,12 @@ def small_lookup(key: str) -> str:
 def _memory(store: Any = None, **config: Any) -> Memory:
     # each result in full once, compacted after one model call (the former default, made explicit)
     results = ResultsConfig(**{"full_tokens": 8000, "keep_calls": 1, "compact_above_tokens": None, **config})
-    return Memory(store, embeddings=FakeEmbeddings(), model="gpt-4o-mini", results=results)
+    return Memory(
+        store,
+        embeddings=FakeEmbeddings(),
+        tokenizer_model="gpt-4o-mini",
+        context=ContextConfig(results=results),
+    )
 
 
 def _script() -> list[Any]:

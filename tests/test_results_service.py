@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
+from langmem_plugin import ContextConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, InvalidFilterError, ScopeError
 from langmem_plugin.services.context.compactors import (
@@ -98,7 +99,7 @@ def test_which_results_are_stored() -> None:
 
 def test_storing_is_idempotent_on_replay() -> None:
     store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig())
+    turn = MemoryTurn(context=ContextConfig(results=ResultsConfig()))
     state = _state(_call("a", q="x"), _result("a"))
     update = turn.after_tools(state, SCOPE, store)
     assert update["tool_results"]["a"]["id"] == result_id("a")
@@ -107,7 +108,7 @@ def test_storing_is_idempotent_on_replay() -> None:
     assert item.value["kind"] == "tool_result"
     assert item.value["metadata"]["tool"] == "search"
     # a replay from a checkpoint before the update: the same key, nothing rewritten
-    again = MemoryTurn(results=ResultsConfig()).after_tools(state, SCOPE, store)
+    again = MemoryTurn(context=ContextConfig(results=ResultsConfig())).after_tools(state, SCOPE, store)
     assert again == update
     (same,) = store.search(("memories", "results", "t1"))
     assert same.updated_at == item.updated_at
@@ -117,7 +118,11 @@ def test_storing_is_idempotent_on_replay() -> None:
 
 def test_compaction_is_decided_once_and_kept_verbatim() -> None:
     store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig(summary_chars=200, keep_calls=1, compact_above_tokens=None))
+    turn = MemoryTurn(
+        context=ContextConfig(
+            results=ResultsConfig(summary_chars=200, keep_calls=1, compact_above_tokens=None)
+        )
+    )
     state = _state(_call("a", q="x"), _result("a"))
     state = _merge(state, turn.after_tools(state, SCOPE, store))
     state["messages"] = [*state["messages"], AIMessage("seen it")]
@@ -128,7 +133,7 @@ def test_compaction_is_decided_once_and_kept_verbatim() -> None:
     view = turn.model_messages(state)
     assert view[2].content == cited
     # another configuration later does not rewrite what was decided: the prefix stays the same bytes
-    other = MemoryTurn(results=ResultsConfig(summary_chars=20, full_tokens=10))
+    other = MemoryTurn(context=ContextConfig(results=ResultsConfig(summary_chars=20, full_tokens=10)))
     assert other.model_messages(state)[2].content == cited
     assert state["messages"][2].content == TEXT  # the history itself is untouched
 
@@ -136,14 +141,16 @@ def test_compaction_is_decided_once_and_kept_verbatim() -> None:
 def test_keep_calls_per_tool_and_the_token_threshold() -> None:
     store = InMemoryStore()
     config = ResultsConfig(keep_calls=1, keep_calls_by_tool={"browse": 3})
-    turn = MemoryTurn(results=config)
+    turn = MemoryTurn(context=ContextConfig(results=config))
     state = _state(_call("a", "browse"), _result("a", name="browse"), AIMessage("ok"))
     update = turn.after_tools(state, SCOPE, store)
     assert "compacted" not in update  # browse keeps 3 calls in full
     state = _merge(state, update)
     tight = MemoryTurn(
-        results=ResultsConfig(
-            keep_calls=1, keep_calls_by_tool={"browse": 3}, compact_above_tokens=500, compact_target=1.0
+        context=ContextConfig(
+            results=ResultsConfig(
+                keep_calls=1, keep_calls_by_tool={"browse": 3}, compact_above_tokens=500, compact_target=1.0
+            )
         )
     )
     state["messages"] = [*state["messages"], _call("b", "browse"), _result("b", name="browse")]
@@ -153,7 +160,7 @@ def test_keep_calls_per_tool_and_the_token_threshold() -> None:
 
 
 def test_a_first_view_is_cut_at_the_token_cap_and_names_its_id() -> None:
-    turn = MemoryTurn(results=ResultsConfig(full_tokens=50))
+    turn = MemoryTurn(context=ContextConfig(results=ResultsConfig(full_tokens=50)))
     state = _state(_call("a"), _result("a"))
     state = _merge(state, turn.after_tools(state, SCOPE, InMemoryStore()))
     shown = str(turn.model_messages(state)[2].content)
@@ -168,7 +175,7 @@ def test_a_first_view_is_cut_at_the_token_cap_and_names_its_id() -> None:
     for mode in ('"full"', '"filtered"', '"first_n"', '"last_n"', '"summary"'):
         assert mode in shown
     # a result within the cap is shown whole, with its id
-    whole = MemoryTurn(results=ResultsConfig(full_tokens=5000))
+    whole = MemoryTurn(context=ContextConfig(results=ResultsConfig(full_tokens=5000)))
     state = _state(_call("b"), _result("b"))
     state = _merge(state, whole.after_tools(state, SCOPE, InMemoryStore()))
     shown = str(whole.model_messages(state)[2].content)
@@ -259,7 +266,7 @@ def test_transforms() -> None:
 
 def _stored_store() -> InMemoryStore:
     store = InMemoryStore()
-    turn = MemoryTurn(results=ResultsConfig(min_chars=10))
+    turn = MemoryTurn(context=ContextConfig(results=ResultsConfig(min_chars=10)))
     data = json.dumps([{"city": f"c{i}", "pop": i} for i in range(300)])
     state = _state(
         _call("a", "search", q="tea"), _result("a"), _call("b", "sql", q="cities"), _result("b", data, "sql")
@@ -323,7 +330,7 @@ def test_a_result_over_the_compartment_limit_is_stored_cut_and_says_so() -> None
 
     store = InMemoryStore()
     layout = MemoryLayout(limits={"results": CompartmentLimits(max_items=None, max_chars=1000)})
-    turn = MemoryTurn(layout=layout, results=ResultsConfig(min_chars=10))
+    turn = MemoryTurn(layout=layout, context=ContextConfig(results=ResultsConfig(min_chars=10)))
     state = _state(_call("a"), _result("a"), _call("b"), _result("b", " " * 5000))
     update = turn.after_tools(state, SCOPE, store)
     assert set(update["tool_results"]) == {"a"}  # blank text is not stored

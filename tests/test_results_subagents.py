@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import ContextConfig, Memory, MemoryState
 from langmem_plugin.services.context.results import ResultsConfig, result_id
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
@@ -28,7 +28,9 @@ def fetch_page(url: str) -> str:
 
 
 def _memory(store: InMemoryStore, layout: MemoryLayout | None = None) -> Memory:
-    return Memory(store, embeddings=FakeEmbeddings(), layout=layout, results=ResultsConfig())
+    return Memory(
+        store, embeddings=FakeEmbeddings(), layout=layout, context=ContextConfig(results=ResultsConfig())
+    )
 
 
 @pytest.mark.parametrize("isolated", [False, True], ids=["shared", "isolated"])

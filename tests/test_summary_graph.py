@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState, WindowConfig
+from langmem_plugin import ContextConfig, Memory, MemoryState, WindowConfig
 from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.context.summary import SUMMARY_KEY, SummaryConfig, summary_reducer
@@ -62,7 +62,9 @@ def _memory(summarizer: Any, **window: Any) -> Memory:
     config = WindowConfig(
         **{"max_tokens": MAX_TOKENS, **window}, summary=summarizer and SummaryConfig(summarizer)
     )
-    return Memory(embeddings=FakeEmbeddings(), model="gpt-4o-mini", window=config)
+    return Memory(
+        embeddings=FakeEmbeddings(), tokenizer_model="gpt-4o-mini", context=ContextConfig(window=config)
+    )
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -319,8 +321,8 @@ def test_a_turn_window_is_summarized_too() -> None:
     summarizer = _summarizer()
     memory = Memory(
         embeddings=FakeEmbeddings(),
-        model="gpt-4o-mini",
-        window=WindowConfig(max_turns=2, summary=SummaryConfig(summarizer)),
+        tokenizer_model="gpt-4o-mini",
+        context=ContextConfig(window=WindowConfig(max_turns=2, summary=SummaryConfig(summarizer))),
     )
     model = ScriptedChatModel(_agent_script())
     graph = _graph(memory, model, InMemorySaver())

@@ -10,6 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
+from langmem_plugin import ContextConfig
 from langmem_plugin.core.scope import Scope, resolve_scope
 from langmem_plugin.services.remember.episodes import RememberConfig
 from langmem_plugin.services.turn import MemoryTurn, StateKeys
@@ -92,7 +93,9 @@ def test_after_model_waits_for_the_answer_unless_the_run_ends_there() -> None:
 
 async def test_sync_and_async_halves_give_the_same_state_updates() -> None:
     keys = StateKeys(messages="chat", memory_prompt="mp", memory_context="mc", run_memory="notes")
-    turn = MemoryTurn(keys=keys, remember=RememberConfig(compartments=("session", "user")))
+    turn = MemoryTurn(
+        context=ContextConfig(keys=keys), remember=RememberConfig(compartments=("session", "user"))
+    )
     scope = Scope(user_id="u1", thread_id="t1")
     exchange = {"chat": [HumanMessage("I like oolong", id="a"), AIMessage("Noted.", id="b")]}
     sync_store, async_store = InMemoryStore(), InMemoryStore()

@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin import Memory, MemoryState, WindowConfig
+from langmem_plugin import ContextConfig, Memory, MemoryState, WindowConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError, MemoryLimitError
@@ -95,7 +95,7 @@ def test_window_removals_rewrite_history_only_when_asked() -> None:
 
 
 def test_model_node_sees_the_window_and_the_checkpoint_keeps_everything() -> None:
-    memory = Memory(embeddings=FakeEmbeddings(), window=WindowConfig(max_turns=1))
+    memory = Memory(embeddings=FakeEmbeddings(), context=ContextConfig(window=WindowConfig(max_turns=1)))
     model = ScriptedChatModel(["one", "two", "three"])
     builder = StateGraph(MemoryState)
     memory.add_to(builder, model)

@@ -49,7 +49,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState, WindowConfig
+from langmem_plugin import ContextConfig, Memory, MemoryState, WindowConfig
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -322,7 +322,11 @@ def _graph_run(
     results: ResultsConfig | None,
     window: WindowConfig | None = None,
 ) -> tuple[Setup, Memory]:
-    memory = Memory(embeddings=FakeEmbeddings(), model=MODEL, results=results, window=window)
+    memory = Memory(
+        embeddings=FakeEmbeddings(),
+        tokenizer_model=MODEL,
+        context=ContextConfig(results=results, window=window),
+    )
     model = ScriptedChatModel(_script(trace))
     builder = StateGraph(MemoryState)
     memory.add_to(builder, model, tools=_tools(trace), instructions="You research and report.")

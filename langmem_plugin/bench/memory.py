@@ -131,8 +131,8 @@ def run_memory_bench(
         if progress:
             progress(f"  {name}: saving {memories} memories...")
         with _store(name, embedder) as store:
-            memory = Memory(store, layout=layout, recall=recall_config, model=_MODEL)
-            tracked = Memory(store, layout=layout, recall=tracked_config, model=_MODEL)
+            memory = Memory(store, layout=layout, recall=recall_config, tokenizer_model=_MODEL)
+            tracked = Memory(store, layout=layout, recall=tracked_config, tokenizer_model=_MODEL)
             tools = {tool.name: tool for tool in memory.tools}
             with Timer() as saving:
                 for text in texts:

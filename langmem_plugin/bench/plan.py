@@ -260,7 +260,7 @@ def _run(name: str, window: int | None) -> SideResult:
     result = SideResult("Memory(plan=True)" if plan else "TodoListMiddleware", window is not None)
     memory: Memory | None = None
     if plan:
-        memory = Memory(embeddings=FakeEmbeddings(), model=_MODEL, plan=True)
+        memory = Memory(embeddings=FakeEmbeddings(), tokenizer_model=_MODEL, plan=True)
         middleware.append(memory.middleware())
         plan_tools = [t for t in memory.tools if t.name in PLAN_TOOL_NAMES]
         tools += plan_tools

@@ -69,14 +69,17 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.fence import add_section
+from langmem_plugin.core.renamed import renamed_keywords
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.context import (
-    ResultsConfig,
-    SummaryConfig,
+    DEFAULT_KEYS,
+    ContextConfig,
+    StateKeys,
     SummarySteps,
+    WindowConfig,
     ado_request,
     do_request,
     results_update_steps,
@@ -100,6 +103,7 @@ from langmem_plugin.services.upkeep import Reflector, index_thread_ops
 
 __all__ = [
     "DEFAULT_KEYS",
+    "ContextConfig",
     "EpisodeWrite",
     "MemoryTurn",
     "PlanConfig",
@@ -110,42 +114,32 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class StateKeys:
-    """The names of the graph state keys memory reads and writes."""
-
-    messages: str = "messages"
-    memory_prompt: str = "memory_prompt"
-    memory_context: str = "memory_context"
-    run_memory: str = "run_memory"
-    plan: str = "plan"
-    tool_results: str = "tool_results"
-    compacted: str = "compacted"
-    summary: str = "summary"
+#: The keywords of :class:`MemoryTurn` (and of ``Memory``) that moved, and where they went.
+RENAMED_KEYWORDS = {
+    "model": "tokenizer_model=...",
+    "keys": "context=ContextConfig(keys=...)",
+    "window": "context=ContextConfig(window=...)",
+    "results": "context=ContextConfig(results=...)",
+}
 
 
-#: The default state key names.
-DEFAULT_KEYS = StateKeys()
-
-
-@dataclass(frozen=True)
-class WindowConfig:
-    """How much of the conversation the model sees (the checkpointed history is not changed).
-
-    Attributes:
-        max_turns: the last this many user turns (``None``: all).
-        max_tokens: at most this many tokens of messages (``None``: no limit).
-        summary: summarize what the window would drop (:mod:`~langmem_plugin.services.context.summary`);
-            ``None``: the window trims (and ``memory_context["window"]`` says so).
-    """
-
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    summary: SummaryConfig | None = None
-
-    def __post_init__(self) -> None:
-        if self.summary is not None and not (self.max_turns or self.max_tokens):
-            raise ConfigurationError("WindowConfig(summary=...) needs max_turns or max_tokens")
+def with_renamed(
+    owner: str, context: ContextConfig | None, tokenizer_model: str | None, renamed: Mapping[str, Any]
+) -> tuple[ContextConfig, str | None]:
+    """``context`` and ``tokenizer_model`` with the old keywords in ``renamed`` folded in (each
+    warns once with its new spelling); a keyword given both ways is a ``ConfigurationError``."""
+    old = renamed_keywords(owner, renamed, RENAMED_KEYWORDS, stacklevel=4)
+    if not old:
+        return context or ContextConfig(), tokenizer_model
+    if "model" in old:
+        if tokenizer_model is not None:
+            raise ConfigurationError(f"{owner}: give tokenizer_model= only (model= is its old spelling)")
+        tokenizer_model = old.pop("model")
+    if old and context is not None:
+        raise ConfigurationError(
+            f"{owner}: give context=ContextConfig(...) only, not also {sorted(old)} (their old spelling)"
+        )
+    return ContextConfig(**old), tokenizer_model
 
 
 def state_value(state: Any, key: str, default: Any = None) -> Any:
@@ -183,12 +177,12 @@ class MemoryTurn:
         recall: search, rank and token budgets of recall.
         remember: where episodes go, inline or background, retries.
         writer: the episode writer (default: one made from ``remember``).
-        keys: state key names.
-        window: how much of the conversation the model sees.
-        model: the chat model name whose tokenizer counts the window (``None``: o200k_base).
+        context: the window, tool results as memory and the state key names
+            (:class:`ContextConfig`).
+        tokenizer_model: the chat model name whose tokenizer counts the window (``None``:
+            o200k_base).
         plan: plan mode (the plan's lifetime and archive); ``None``: off. A plan in state is
             shown to the model either way.
-        results: tool results as memory (stored, shown in full once, then compacted); ``None``: off.
         reflector: background extraction and consolidation, scheduled when a turn ends with an
             answer (``None``: no extraction).
     """
@@ -201,22 +195,23 @@ class MemoryTurn:
         recall: RecallConfig | None = None,
         remember: RememberConfig | None = None,
         writer: EpisodeWriter | None = None,
-        keys: StateKeys = DEFAULT_KEYS,
-        window: WindowConfig | None = None,
-        model: str | None = None,
+        context: ContextConfig | None = None,
+        tokenizer_model: str | None = None,
         plan: PlanConfig | None = None,
-        results: ResultsConfig | None = None,
         reflector: Reflector | None = None,
+        **renamed: Any,
     ) -> None:
+        context, tokenizer_model = with_renamed("MemoryTurn", context, tokenizer_model, renamed)
         self.store = store
-        self.results = results
+        self.context = context
+        self.results = context.results
         self.layout = layout or MemoryLayout()
         self.recall_config = recall or RecallConfig()
         self.remember_config = remember or RememberConfig()
         self.writer = writer or EpisodeWriter.from_config(self.remember_config)
-        self.keys = keys
-        self.window = window
-        self.model = model
+        self.keys = context.keys
+        self.window = context.window
+        self.model = tokenizer_model
         self.plan_config = plan
         self._lock = threading.Lock()
         self.reflector = reflector

@@ -33,7 +33,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
 from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services import aexecute, execute
-from langmem_plugin.services.context import ResultsConfig
+from langmem_plugin.services.context import ContextConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -47,7 +47,7 @@ from langmem_plugin.services.remember import (
     aimport_history,
     import_history,
 )
-from langmem_plugin.services.turn import MemoryTurn, StateKeys, WindowConfig
+from langmem_plugin.services.turn import MemoryTurn, with_renamed
 from langmem_plugin.services.upkeep import (
     ConsolidationConfig,
     ExtractionConfig,
@@ -174,25 +174,28 @@ class Memory:
             ``min_relevance`` then.
         remember: where episodes go (by default user memory when the run names a user, else the
             thread's session memory), inline or background, retries.
-        model: the chat model name whose tokenizer counts budgets and the window
-            (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
-        keys: state key names.
-        window: how much of the conversation a :meth:`model_node` (and the middleware) shows the
-            model; ``WindowConfig(max_tokens=..., summary=SummaryConfig(chat_model))``
-            (:mod:`~langmem_plugin.services.context.summary`) summarizes what it would drop, into state
-            and session memory, instead of dropping it.
+        context: what the model's context holds during a run (:class:`ContextConfig`):
+            ``window``, how much of the conversation a :meth:`model_node` (and the middleware)
+            shows the model (``WindowConfig(max_tokens=..., summary=SummaryConfig(chat_model))``
+            summarizes what it would drop, into state and session memory, instead of dropping
+            it); ``results``, tool results as memory
+            (:class:`~langmem_plugin.services.context.results.ResultsConfig`: large results
+            stored in the thread's results compartment, shown in full once, then as a citation;
+            :attr:`tools` gains ``retrieve_result`` and ``query_results``; off by default);
+            ``keys``, the graph state key names.
         tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
             (renames, instructions, compartments).
         plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.state.PlanConfig`) adds
             the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
             is rendered into the system prompt at every model call, and a completed plan is
             archived into session memory when the run ends.
-        results: tool results as memory (:class:`~langmem_plugin.services.context.results.ResultsConfig`):
-            large results stored in the thread's results compartment, shown in full once, then
-            as a citation; :attr:`tools` gains ``retrieve_result`` and ``query_results``.
-            ``None`` (the default): off.
         extraction: background extraction and consolidation of memories after each turn
             (``ExtractionConfig(model=...)``); off without a model (:attr:`extraction_status`).
+        tokenizer_model: the chat model name whose tokenizer counts budgets and the window
+            (e.g. ``"gpt-4o-mini"``; ``None``: o200k_base).
+
+    The keywords ``model``, ``keys``, ``window`` and ``results`` of earlier versions still work
+    and warn once with their new spelling (``tokenizer_model=``, ``context=ContextConfig(...)``).
 
     Attributes:
         store: the store every surface uses.
@@ -210,14 +213,14 @@ class Memory:
         layout: MemoryLayout | None = None,
         recall: RecallConfig | None = None,
         remember: RememberConfig | None = None,
-        model: str | None = None,
-        keys: StateKeys | None = None,
-        window: WindowConfig | None = None,
-        tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
+        context: ContextConfig | None = None,
         plan: bool | PlanConfig = False,
-        results: ResultsConfig | None = None,
         extraction: ExtractionConfig | None = None,
+        tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
+        tokenizer_model: str | None = None,
+        **renamed: Any,
     ) -> None:
+        context, model = with_renamed("Memory", context, tokenizer_model, renamed)
         self.store: BaseStore = store if store is not None else default_store(embeddings)
         self.layout = layout or MemoryLayout()
         if recall is None:
@@ -228,8 +231,9 @@ class Memory:
         self.recall_config = recall_config
         self.remember_config = remember or RememberConfig()
         self.model = model
-        self.keys = keys or StateKeys()
-        self.window = window
+        self.context = context
+        self.keys = context.keys
+        self.window = context.window
         self.plan_config = plan if isinstance(plan, PlanConfig) else PlanConfig() if plan else None
         self.extraction = self._extraction_config(extraction)
         self.reflector = Reflector(self.extraction, layout=self.layout) if self.extraction.enabled else None
@@ -239,11 +243,9 @@ class Memory:
             layout=self.layout,
             recall=recall_config,
             remember=self.remember_config,
-            keys=self.keys,
-            window=window,
-            model=model,
+            context=context,
+            tokenizer_model=model,
             plan=self.plan_config,
-            results=results,
             reflector=self.reflector,
         )
         self.writer = self.turn.writer

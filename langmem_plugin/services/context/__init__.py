@@ -12,6 +12,7 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 from __future__ import annotations
 
 from langmem_plugin.services.context.compactors import head_tokens
+from langmem_plugin.services.context.config import DEFAULT_KEYS, ContextConfig, StateKeys, WindowConfig
 from langmem_plugin.services.context.result_reads import (
     StoredResult,
     Transform,
@@ -46,13 +47,17 @@ from langmem_plugin.services.context.window import (
 )
 
 __all__ = [
+    "DEFAULT_KEYS",
     "RESULT_TOOL_NAMES",
+    "ContextConfig",
     "ConversationSummary",
     "ResultsConfig",
+    "StateKeys",
     "StoredResult",
     "SummaryConfig",
     "SummarySteps",
     "Transform",
+    "WindowConfig",
     "adelete_idle_threads",
     "ado_request",
     "delete_idle_threads",
