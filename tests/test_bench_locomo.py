@@ -256,7 +256,7 @@ def test_cli_runs_the_benchmark(data: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_the_recipe_lifts_are_bench_code_over_the_products_hook() -> None:
-    from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
+    from langmem_plugin.bench.locomo.lifts import MentionLift, PeriodLift, SalienceLift
 
     kinds = [type(lift) for lift in LOCOMO_RETRIEVAL.lifts]
     assert kinds == [MentionLift, PeriodLift, SalienceLift]  # the order of the scores' additions
@@ -287,7 +287,7 @@ def test_bench_demo_and_cli_import_only_public_modules() -> None:
 
 def test_product_rows_import_history_and_measure_what_recall_injects(data: Path) -> None:
     from langmem_plugin.bench.locomo import VARIANTS
-    from langmem_plugin.bench.locomo_product import history_of
+    from langmem_plugin.bench.locomo.product import history_of
 
     assert {"product", "product-inmemory"} <= set(VARIANTS)
     conv = load_locomo(data)[0]

@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin.bench.locomo_lifts import MentionLift, PeriodLift, SalienceLift
+from langmem_plugin.bench.locomo.lifts import MentionLift, PeriodLift, SalienceLift
 from langmem_plugin.core.candidates import CandidateStore
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
@@ -407,7 +407,7 @@ def test_a_memory_from_the_period_the_query_names_is_lifted() -> None:
 
 
 def test_query_period_reads_days_and_months() -> None:
-    from langmem_plugin.bench.locomo_lifts import query_period
+    from langmem_plugin.bench.locomo.lifts import query_period
 
     def iso(query: str) -> list[str] | None:
         period = query_period(query)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langmem_plugin.bench.locomo_salience import (
+from langmem_plugin.bench.locomo.salience import (
     FEATURES,
     SALIENCE_WEIGHTS,
     memory_salience,

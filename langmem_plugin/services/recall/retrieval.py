@@ -28,7 +28,7 @@ Every hybrid search of the package goes through :class:`HybridRetriever`:
      other strong matches;
    - whatever a :class:`Lift` in :attr:`RetrievalConfig.lifts` adds (the LoCoMo
      benchmark's speaker, date and salience lifts are written this way, in
-     :mod:`langmem_plugin.bench.locomo_lifts`, and stay there: they were fitted on
+     :mod:`langmem_plugin.bench.locomo.lifts`, and stay there: they were fitted on
      that dataset).
 
 >>> from langgraph.store.memory import InMemoryStore

@@ -1,0 +1,167 @@
+"""The ``product`` rows of ``bench locomo``: LoCoMo through the path a user takes.
+
+Each conversation goes into a fresh :class:`~langmem_plugin.Memory` with its defaults (a
+QdrantStore gets :func:`~langmem_plugin.memory_index`; episodes go to the user's memory),
+imported with :meth:`~langmem_plugin.Memory.import_history` (``per="message"``: one episode
+per turn, each written by remember's own writer, ids kept in ``metadata.message_ids``), and
+every question is recalled with
+:meth:`~langmem_plugin.Memory.recall` — the default :class:`~langmem_plugin.RecallConfig` and
+budgets, from another thread of the same user. What is measured is what recall *injects*:
+
+- evidence recall: an evidence turn counts as found when an injected episode (or a passage of
+  one) carries its id in ``metadata.message_ids``;
+- the tokens of the injected prompt (cl100k, as every row of the table);
+- the query time of the whole recall, the query's embedding included;
+- the import's turns per second.
+
+Nothing here knows LoCoMo's fields beyond the history itself (dates, speakers, texts, turn ids).
+The numbers it measures are printed by the bench and kept in ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.services.layout import Compartment
+
+if TYPE_CHECKING:
+    from langmem_plugin import Memory
+    from langmem_plugin.bench.locomo.data import Conversation
+    from langmem_plugin.bench.locomo.results import VariantResult
+
+__all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
+
+#: The product rows: ``product`` (embedded QdrantStore) and ``product-inmemory`` (LangGraph's
+#: InMemoryStore, ``Memory()``'s default store).
+PRODUCT_VARIANTS: tuple[str, ...] = ("product", "product-inmemory")
+
+
+@dataclass(frozen=True)
+class ProductImport:
+    """One conversation's import."""
+
+    turns: int
+    seconds: float
+    evicted: int = 0
+    failed: int = 0
+
+
+def history_of(conversation: Conversation) -> list[dict[str, Any]]:
+    """A LoCoMo conversation as a history of dated sessions, one message per turn.
+
+    The role is the speaker's name, the id the turn id (``"D1:3"``); a shared photo is told as
+    ``[shares <caption>]``, as the other rows store it.
+    """
+    sessions: list[dict[str, Any]] = []
+    current: int | None = None
+    for turn in conversation.turns:
+        if turn.session != current:
+            current = turn.session
+            sessions.append({"date": turn.date, "messages": []})
+        shared = f" [shares {turn.caption}]" if turn.caption else ""
+        sessions[-1]["messages"].append(
+            {"role": turn.speaker, "content": f"{turn.text}{shared}", "id": turn.dia_id}
+        )
+    return sessions
+
+
+def _memory(name: str, embeddings: Embeddings, directory: Path) -> Memory:
+    from langmem_plugin import Memory, QdrantStore, memory_index
+
+    if name == "product-inmemory":
+        return Memory(embeddings=embeddings)
+
+    return Memory(store=QdrantStore(path=directory, index=memory_index(embeddings)))
+
+
+def _close(memory: Memory) -> None:
+    memory.close()
+    close = getattr(memory.store, "close", None)
+    if callable(close):
+        close()
+
+
+def _turn_ids(
+    memory: Memory, scope: Scope, compartment: str, key: str, seen: dict[Any, set[str]]
+) -> set[str]:
+    """The turn ids an injected item carries (a passage: its episode's)."""
+    namespace = memory.layout.namespace(Compartment(compartment), scope)
+    if (namespace, key) in seen:
+        return seen[(namespace, key)]
+    ids: set[str] = set()
+    item = memory.store.get(namespace, key)
+    if item is not None:
+        meta = item.value.get("metadata") or {}
+        parent = meta.get("episode")
+        if parent and "message_ids" not in meta:
+            ids = _turn_ids(memory, scope, compartment, str(parent), seen)
+        else:
+            ids = set(str(meta.get("message_ids", "")).split())
+    seen[(namespace, key)] = ids
+    return ids
+
+
+def _measure(
+    memory: Memory, conv: Conversation, n: int, result: VariantResult, *, token_model: str, ks: Sequence[int]
+) -> ProductImport:
+    """Import one conversation into ``memory`` and recall each of its questions into ``result``."""
+    user = conv.sample_id
+    write: RunnableConfig = {"configurable": {"user_id": user, "thread_id": user}}
+    report = memory.import_history(history_of(conv), write, per="message", progress=False)
+    done = ProductImport(report.turns, report.seconds, report.evicted, report.failed)
+    ask: RunnableConfig = {"configurable": {"user_id": user, "thread_id": "q"}}
+    scope = Scope(user_id=user, thread_id="q")
+    memory.recall([HumanMessage("warm-up query")], ask)
+    seen: dict[Any, set[str]] = {}
+    for question in conv.questions:
+        t0 = time.perf_counter()
+        recall = memory.recall([HumanMessage(question.text)], ask)
+        result.seconds.append(time.perf_counter() - t0)
+        found: set[str] = set()
+        injected = [i for i in recall.items if i.section == "memories"]
+        for item in injected:
+            found |= _turn_ids(memory, scope, item.compartment, item.id, seen)
+        share = sum(1 for e in question.evidence if e in found) / len(question.evidence)
+        tokens = count_tokens(recall.prompt, model=token_model) if recall.prompt else 0
+        result.categories.append(question.category)
+        result.conversations.append(n)
+        result.items.append(len(injected))
+        for k in ks:
+            result.recall[k].append(share)
+            result.tokens[k].append(tokens)
+    return done
+
+
+def run_product(
+    name: str,
+    samples: Sequence[Conversation],
+    result: VariantResult,
+    embeddings: Embeddings,
+    *,
+    token_model: str,
+    ks: Sequence[int],
+    say: Callable[[str], None],
+) -> None:
+    """Import each conversation into a fresh Memory, recall every question, fill ``result``."""
+    result.injected = True
+    with tempfile.TemporaryDirectory(prefix="locomo-product-") as tmp:
+        for n, conv in enumerate(samples):
+            memory = _memory(name, embeddings, Path(tmp) / f"qdrant-{n}")
+            try:
+                done = _measure(memory, conv, n, result, token_model=token_model, ks=ks)
+            finally:
+                _close(memory)
+            result.imports[n] = done
+            rate = done.turns / done.seconds if done.seconds else float("nan")
+            say(f"{name} {conv.sample_id}: imported {done.turns} turns at {rate:.1f}/s")

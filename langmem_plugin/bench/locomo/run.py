@@ -1,0 +1,142 @@
+"""The run of ``bench locomo``: store every conversation in each row's store, search every question.
+
+:func:`run_locomo_bench` is what ``langmem-plugin bench locomo`` calls; what it measures is
+described in :mod:`langmem_plugin.bench.locomo`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
+
+from langmem_plugin.bench.locomo.data import (
+    TOKEN_MODEL,
+    Turn,
+    conversation_text,
+    injected_text,
+    load_locomo,
+    turn_value,
+)
+from langmem_plugin.bench.locomo.results import KS, LocomoResult, VariantResult
+from langmem_plugin.bench.locomo.variants import _LABELS, VARIANTS, _EmbedOnce, _searchers
+from langmem_plugin.bench.report import percentile, time_calls
+from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.errors import ConfigurationError
+
+__all__ = ["run_locomo_bench"]
+
+
+def _around(turns: Sequence[Turn], i: int) -> tuple[Turn | None, Turn | None]:
+    return (turns[i - 1] if i else None), (turns[i + 1] if i + 1 < len(turns) else None)
+
+
+def _distinct_text_batches(ops: Sequence[PutOp]) -> Iterator[list[PutOp]]:
+    """``ops`` cut into batches whose contents are distinct.
+
+    LangGraph's InMemoryStore (langgraph 1.0) fails a batch in which two items have the
+    same text ("Number of embeddings ... does not match number of indices"); LoCoMo repeats
+    short turns ("Bye!") and sentences within a conversation.
+    """
+    batch: list[PutOp] = []
+    seen: set[str] = set()
+    for op in ops:
+        value = op.value or {}
+        metadata = value.get("metadata", {})
+        texts = {str(value.get("content")), *(v for k, v in metadata.items() if k.startswith("part_"))}
+        if not seen.isdisjoint(texts):
+            yield batch
+            batch, seen = [], set()
+        batch.append(op)
+        seen.update(texts)
+    if batch:
+        yield batch
+
+
+def run_locomo_bench(
+    data: str | Path,
+    *,
+    conversations: int | None = None,
+    variants: Sequence[str] = VARIANTS,
+    embeddings: Embeddings | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> LocomoResult:
+    """Run the benchmark over ``data`` (``locomo10.json``) and return its numbers.
+
+    Args:
+        data: the LoCoMo JSON file.
+        conversations: only the first N conversations (default: all).
+        variants: which rows to run (see :data:`VARIANTS`).
+        embeddings: the embedder (default: the offline MiniLM).
+        progress: called with a line of progress now and then.
+    """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(VARIANTS)}")
+    samples = load_locomo(data)[:conversations]
+    if embeddings is None:
+        from langmem_plugin.core.embeddings import MiniLMEmbeddings
+
+        embeddings = MiniLMEmbeddings().load()
+    shared = _EmbedOnce(embeddings)
+    say = progress or (lambda _line: None)
+    results = [VariantResult(_LABELS[name]) for name in variants]
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="locomo-")))
+        searchers = list(_searchers(variants, shared, stack, qdrant_path=tmp / "qdrant"))
+        ranked = [r for name, r in zip(variants, results, strict=True) if not name.startswith("product")]
+        stores = list({id(store): store for _, store, _ in searchers}.values())
+        start = time.perf_counter()
+        for conv in samples:
+            namespace = ("locomo", conv.sample_id)
+            ops = [
+                PutOp(namespace, t.dia_id, turn_value(t, *_around(conv.turns, i)))
+                for i, t in enumerate(conv.turns)
+            ]
+            for store in stores:
+                for batch in _distinct_text_batches(ops):
+                    store.batch(batch)
+            say(f"stored {conv.sample_id}: {len(ops)} turns")
+        load_seconds = time.perf_counter() - start
+        embeddings.embed_query("warm-up")
+        probe = [q.text for c in samples for q in c.questions][:200]
+        embed_seconds = time_calls(embeddings.embed_query, probe)
+        for (name, _, search), result in zip(searchers, ranked, strict=True):
+            for n, conv in enumerate(samples):
+                namespace = ("locomo", conv.sample_id)
+                search(namespace, "warm-up query", max(KS))  # builds per-namespace indexes
+                for question in conv.questions:
+                    t0 = time.perf_counter()
+                    values = search(namespace, question.text, max(KS))
+                    result.seconds.append(time.perf_counter() - t0)
+                    ids = [v.get("metadata", {}).get("dia_id") for v in values]
+                    result.categories.append(question.category)
+                    result.conversations.append(n)
+                    for k in KS:
+                        top = set(ids[:k])
+                        found = sum(1 for e in question.evidence if e in top)
+                        result.recall[k].append(found / len(question.evidence))
+                        result.tokens[k].append(count_tokens(injected_text(values[:k]), model=TOKEN_MODEL))
+            say(f"{name}: recall@10 {result.mean_recall(10):.1f}")
+        for name, result in zip(variants, results, strict=True):
+            if name.startswith("product"):
+                from langmem_plugin.bench.locomo.product import run_product
+
+                run_product(name, samples, result, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say)
+                say(f"{name}: evidence recall of what was injected {result.mean_recall(KS[0]):.1f}")
+    full = [count_tokens(conversation_text(c), model=TOKEN_MODEL) for c in samples]
+    return LocomoResult(
+        variants=results,
+        conversations=len(samples),
+        questions=sum(len(c.questions) for c in samples),
+        skipped=sum(c.skipped for c in samples),
+        turns=sum(len(c.turns) for c in samples),
+        full_tokens=sum(full) / len(full) if full else 0.0,
+        load_seconds=load_seconds,
+        embed_p50_ms=percentile(embed_seconds, 50) * 1000 if embed_seconds else float("nan"),
+    )
