@@ -9,7 +9,7 @@ The tree::
     LangMemPluginError (Exception)
     ├── BlockingCallError (RuntimeError)      a synchronous call that would block (deadlock) an event loop
     ├── ConfigurationError (ValueError)       the package was configured wrongly
-    │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing from the config
+    │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing, or is not an exact id
     │   ├── StoreConfigMismatchError          a store reopened with another config than it was written with
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
     ├── InvalidNamespaceError (langgraph.store.base.InvalidNamespaceError, a ValueError)
@@ -29,6 +29,8 @@ The tree::
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
 
@@ -67,10 +69,12 @@ class ConfigurationError(LangMemPluginError, ValueError):
 
 
 class ScopeError(ConfigurationError, KeyError):
-    """A value the scope needs (``user_id``, ``thread_id``, ...) was not in the run's config.
+    """A value the scope needs (``user_id``, ``thread_id``, ...) was not in the run's config, or an id
+    that cannot be one: not a ``str``, empty, or holding a ``.``, a control character or a lone
+    surrogate (see :func:`langmem_plugin.core.scope.exact_id`).
 
     Attributes:
-        key: the missing key, e.g. ``"user_id"``.
+        key: the missing or refused key, e.g. ``"user_id"``.
     """
 
     def __init__(self, key: str, message: str) -> None:
@@ -165,3 +169,12 @@ class StoreError(LangMemPluginError, RuntimeError):
 
 class StoreLockedError(StoreError):
     """Another process (or another store object) holds the store's path."""
+
+
+def shown(value: Any) -> str:
+    """A short repr of ``value`` for an error message: never raises, never longer than 80 characters."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the real error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -110,7 +110,9 @@ def test_operations_return_a_new_plan_and_leave_the_old_one_alone() -> None:
     assert [s["id"] for s in added["steps"]] == ["s1", "s4", "s2", "s3"]
     noted = apply_op(added, add_note_op(added, "The user wants it by Friday", now=NOW))
     assert noted["notes"] == [{"at": "2026-01-02T03:04:05+00:00", "text": "The user wants it by Friday"}]
-    assert apply_op(noted, update_step_op(noted, "2", status="skipped"))["steps"][2]["status"] == "skipped"
+    assert apply_op(noted, update_step_op(noted, "s2", status="skipped"))["steps"][2]["status"] == "skipped"
+    with pytest.raises(PlanError, match="no step '2' \\(did you mean 's2'\\?\\)"):  # ids are exact
+        apply_op(noted, update_step_op(noted, "2", status="skipped"))
     done = apply_op(noted, complete_op(noted, "Shipped.", now=NOW))
     assert done["is_complete"]
     assert done["completed_at"] == "2026-01-02T03:04:05+00:00"

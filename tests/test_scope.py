@@ -24,11 +24,17 @@ def test_from_config() -> None:
     assert scope.namespace(("{tenant}", "memories", "{user_id}")) == ("acme", "memories", "u1")
 
 
-def test_aliases_and_non_string_values() -> None:
-    scope = Scope.from_config({"configurable": {"assistant_id": "bot", "user_id": 42, "thread_id": "  "}})
+def test_aliases_and_exact_values() -> None:
+    scope = Scope.from_config({"configurable": {"assistant_id": "bot", "user_id": "42", "thread_id": "  "}})
     assert scope.agent == "bot"
     assert scope.user_id == "42"
-    assert scope.thread_id is None  # blank is missing
+    assert scope.thread_id == "  "  # exact: blank is an id of its own, not "missing"
+
+
+@pytest.mark.parametrize("configurable", [{"user_id": 42}, {"thread_id": ""}, {"session_id": 7}])
+def test_non_string_or_empty_ids_are_refused(configurable: dict[str, object]) -> None:
+    with pytest.raises(ScopeError):
+        Scope.from_config({"configurable": configurable})
 
 
 def test_canonical_key_wins_over_alias() -> None:
@@ -69,8 +75,13 @@ def test_runtime_context_wins_over_configurable(context: object) -> None:
 
 def test_partial_labels() -> None:
     scope = Scope(user_id="u1", thread_id="t1")
-    assert fill_namespace(("mem", "u-{user_id}-{thread_id}"), scope) == ("mem", "u-u1-t1")
-    assert template_keys(("a", "{user_id}{user_id}")) == ["user_id"]
+    assert fill_namespace(("mem", "u-{user_id}", "t-{thread_id}"), scope) == ("mem", "u-u1", "t-t1")
+
+
+@pytest.mark.parametrize("label", ["u-{user_id}-{thread_id}", "{user_id}{user_id}"])
+def test_one_placeholder_per_label(label: str) -> None:
+    with pytest.raises(ConfigurationError, match="placeholders"):
+        template_keys(("mem", label))
 
 
 def test_missing_value_names_the_key_and_the_fix() -> None:
@@ -89,9 +100,16 @@ def test_require() -> None:
         Scope().require("thread_id", purpose="saving memories")
 
 
-def test_filled_label_with_a_dot_is_rejected() -> None:
+def test_id_with_a_dot_is_rejected() -> None:
+    with pytest.raises(ScopeError, match=r"'\.'"):
+        Scope(user_id="john.doe")
+    with pytest.raises(ScopeError, match=r"'\.'"):
+        Scope(extra={"tenant": "a.b"}).namespace(("memories", "{tenant}"))
+
+
+def test_template_label_with_a_dot_is_rejected() -> None:
     with pytest.raises(InvalidNamespaceError, match=r"no '\.'"):
-        Scope(user_id="john.doe").namespace(("memories", "{user_id}"))
+        Scope(user_id="u").namespace(("memories.v2", "{user_id}"))
 
 
 @pytest.mark.parametrize("label", ["{user_id!r}", "{user_id:>10}", "{0}"])

@@ -53,6 +53,7 @@ from langmem_plugin.core.steps import run_steps
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, write_rounds
+from langmem_plugin.services.store_steps import run_batch
 from langmem_plugin.services.upkeep import (
     Candidate,
     ConsolidationConfig,
@@ -210,7 +211,7 @@ def _drive(store: BaseStore, steps: Generator[Any, Any, Any]) -> tuple[Any, floa
             model_seconds += time.perf_counter() - started
             calls += 1
             return answer
-        return store.batch(request)
+        return run_batch(store, request)
 
     started = time.perf_counter()
     result = run_steps(steps, do)

@@ -8,6 +8,16 @@ context win over ``configurable``. Namespace templates such as
 ``("memories", "{user_id}")`` or ``("u-{user_id}", "session", "{thread_id}")``
 are filled from it.
 
+**Identity is exact.** An id (``user_id``, ``thread_id``, ``agent``, ``run_id``, and any
+other value a template places in a label) is a ``str`` used exactly as given: no strip, no
+case folding, no Unicode normalisation, no ``str()`` of an int, a UUID or bytes — so two
+distinct ids never share a namespace. An id that cannot be a namespace label on every
+store is refused with :class:`~langmem_plugin.errors.ScopeError` before anything is read
+or written: the empty string, a ``.``, a control character (Unicode category ``Cc``:
+NUL, ``\\n``, ``\\t``, DEL, C1) or a lone surrogate. ``None`` (or a missing key) is "not
+given"; ``""`` is an error. ``run_id`` also takes the ``uuid.UUID`` LangChain assigns.
+See :func:`exact_id`.
+
 >>> scope = Scope.from_config({"configurable": {"user_id": "u1", "thread_id": "t9"}})
 >>> scope.namespace(("memories", "u-{user_id}", "{thread_id}"))
 ('memories', 'u-u1', 't9')
@@ -20,22 +30,27 @@ langmem_plugin.errors.ScopeError: the namespace template ('memories', '{thread_i
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from langmem_plugin.errors import ConfigurationError, InvalidNamespaceError, ScopeError
+from langmem_plugin.errors import ConfigurationError, InvalidNamespaceError, ScopeError, shown
 
 __all__ = [
     "NamespaceTemplate",
     "Scope",
     "current_runtime",
+    "exact_id",
+    "exact_ids",
     "fill_namespace",
     "resolve_scope",
     "template_keys",
+    "templates_may_meet",
 ]
 
 NamespaceTemplate = tuple[str, ...]
@@ -64,15 +79,81 @@ def _context_items(context: Any) -> dict[str, Any]:
     )
 
 
-def _clean(value: Any) -> str | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str | int):
-        text = str(value).strip()
-        return text or None
-    if hasattr(value, "hex") and type(value).__name__ == "UUID":
-        return str(value)
-    return None
+# Ids a store cannot take as a namespace label: a '.' (LangGraph's separator), a control
+# character (Unicode category Cc: U+0000-U+001F, U+007F-U+009F) or a lone surrogate.
+_NOT_IN_ID = re.compile("[.\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_ID_KEYS = frozenset(_KNOWN) | frozenset(_ALIASES)
+
+
+def exact_id(key: str, value: Any, *, uuid_ok: bool = False) -> str:
+    """The id ``value`` exactly as given, or :class:`ScopeError` when it cannot be one.
+
+    An id is a ``str`` (a subclass gives its plain text) used as it is: no strip, no case
+    folding, no Unicode normalisation. Refused: any other type (``1``, ``1.0``, ``True``,
+    a ``UUID``, ``b"x"``: ``str()`` of them would merge ``1`` and ``"1"``), the empty string,
+    a ``.``, a control character (category ``Cc``) and a lone surrogate — what some store
+    cannot take in a namespace label. ``uuid_ok``: also take a ``uuid.UUID`` (the run id
+    LangChain assigns), as its canonical text.
+
+    >>> exact_id("user_id", " Sam ")
+    ' Sam '
+    >>> exact_id("user_id", 7)
+    Traceback (most recent call last):
+    ...
+    langmem_plugin.errors.ScopeError: user_id must be a str, got int 7; ids are used exactly as given, ...
+
+    Raises:
+        ScopeError: ``value`` is not a ``str``, or cannot be a namespace label.
+    """
+    if isinstance(value, str):
+        text = str.__str__(value)  # the plain text, whatever a subclass's __str__/__format__ say
+    elif uuid_ok and isinstance(value, uuid.UUID):
+        text = str(value)
+    else:
+        raise ScopeError(
+            key,
+            f"{key} must be a str, got {type(value).__name__} {shown(value)}; ids are used exactly as "
+            "given, so a non-string is not turned into one (1 and '1' would name one tenant). "
+            f"Fix: pass str(your_id) yourself if that is the {key} you mean.",
+        )
+    if not text:
+        raise ScopeError(
+            key,
+            f"{key} is the empty string, which names no one. Fix: pass the real id, or leave {key!r} "
+            "out (or None) when there is none.",
+        )
+    bad = _NOT_IN_ID.search(text)
+    if bad is not None:
+        char = bad.group()
+        if char == ".":
+            what = "a '.', which no store accepts in a namespace label"
+        else:
+            kind = "a lone surrogate" if ord(char) >= 0xD800 else "a control character"
+            what = (
+                f"the character U+{ord(char):04X} ({kind}), which cannot be a namespace label on every store"
+            )
+        raise ScopeError(
+            key,
+            f"{key} {shown(text)} holds {what} (at index {bad.start()}). Ids are used exactly as given and "
+            "never cleaned up. Fix: map your ids to ones without '.', control characters or lone "
+            "surrogates yourself, one-to-one (e.g. hashlib.sha256(raw.encode()).hexdigest()).",
+        )
+    return text
+
+
+def exact_ids(key: str, values: Iterable[Any]) -> list[str]:
+    """Each of ``values`` through :func:`exact_id`; a bare ``str`` (not a list of ids) is refused.
+
+    Raises:
+        ScopeError: ``values`` is a single string, or one of them is not a valid id.
+    """
+    if isinstance(values, str | bytes):
+        raise ScopeError(
+            key,
+            f"expected a list of {key}s, got the single {type(values).__name__} {shown(values)} "
+            f"(which would be read one character at a time). Fix: pass [{shown(values)}].",
+        )
+    return [exact_id(key, v) for v in values]
 
 
 @dataclass(frozen=True)
@@ -93,28 +174,42 @@ class Scope:
     run_id: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Every id given goes through :func:`exact_id`: a scope never holds one that is not exact."""
+        for key in _KNOWN:
+            value = getattr(self, key)
+            if value is not None:
+                text = exact_id(key, value, uuid_ok=key == "run_id")
+                if text is not value:
+                    object.__setattr__(self, key, text)
+
     @classmethod
     def from_config(cls, config: RunnableConfig | Mapping[str, Any] | None, *, context: Any = None) -> Scope:
-        """Resolve from ``config["configurable"]`` (and ``config["run_id"]``), then ``context``."""
+        """Resolve from ``config["configurable"]`` (and ``config["run_id"]``), then ``context``.
+
+        Raises:
+            ScopeError: an id (``user_id``, ``thread_id``, ``agent``, ``run_id`` or an alias of one)
+                that :func:`exact_id` refuses. ``None`` is "not given"; other string values are
+                kept as given for templates (:func:`fill_namespace` checks those it uses).
+        """
         values: dict[str, str] = {}
         config = config or {}
         configurable = config.get("configurable") or {}
         sources: list[Mapping[str, Any]] = [configurable, _context_items(context)]
         for source in sources:
             for raw_key, raw_value in source.items():
-                if not isinstance(raw_key, str) or raw_key.startswith("__"):
-                    continue
-                value = _clean(raw_value)
-                if value is None:
+                if not isinstance(raw_key, str) or raw_key.startswith("__") or raw_value is None:
                     continue
                 key = _ALIASES.get(raw_key, raw_key)
-                if raw_key in _ALIASES and key in source:
+                if raw_key in _ALIASES and source.get(key) is not None:
                     continue  # the canonical spelling in the same source wins
-                values[key] = value
-        if "run_id" not in values:
-            run_id = _clean(config.get("run_id"))
-            if run_id is not None:
-                values["run_id"] = run_id
+                if key in _KNOWN:
+                    values[key] = exact_id(key, raw_value, uuid_ok=key == "run_id")
+                elif isinstance(raw_value, str):
+                    values[key] = str.__str__(raw_value)
+        run_id = config.get("run_id")
+        if "run_id" not in values and run_id is not None:
+            values["run_id"] = exact_id("run_id", run_id, uuid_ok=True)
         known = {k: values.pop(k, None) for k in _KNOWN}
         return cls(**known, extra=values)
 
@@ -128,8 +223,12 @@ class Scope:
             config = getattr(runtime, "config", None)
         scope = cls.from_config(config, context=getattr(runtime, "context", None))
         info = getattr(runtime, "execution_info", None)
-        run_id = scope.run_id or _clean(getattr(info, "run_id", None))
-        thread_id = scope.thread_id or _clean(getattr(info, "thread_id", None))
+        run_id, thread_id = scope.run_id, scope.thread_id
+        info_run_id, info_thread_id = getattr(info, "run_id", None), getattr(info, "thread_id", None)
+        if run_id is None and info_run_id is not None:
+            run_id = exact_id("run_id", info_run_id, uuid_ok=True)
+        if thread_id is None and info_thread_id is not None:
+            thread_id = exact_id("thread_id", info_thread_id)
         if (run_id, thread_id) != (scope.run_id, scope.thread_id):
             scope = dataclasses.replace(scope, run_id=run_id, thread_id=thread_id)
         return scope
@@ -162,7 +261,12 @@ def template_keys(template: NamespaceTemplate) -> list[str]:
 
     >>> template_keys(("memories", "u-{user_id}", "{thread_id}"))
     ['user_id', 'thread_id']
+
+    Raises:
+        ConfigurationError: a placeholder with a format spec or conversion, or a label with
+            more than one placeholder (two ids in one label could fill it alike).
     """
+    _one_placeholder_per_label(template)
     keys: list[str] = []
     for label in template:
         for _, name, spec, conversion in string.Formatter().parse(label):
@@ -178,12 +282,61 @@ def template_keys(template: NamespaceTemplate) -> list[str]:
     return keys
 
 
+def _one_placeholder_per_label(template: NamespaceTemplate) -> None:
+    for label in template:
+        names = [name for _, name, _, _ in string.Formatter().parse(label) if name is not None]
+        if len(names) > 1:
+            raise ConfigurationError(
+                f"namespace template label {label!r} holds {len(names)} placeholders; two ids in one label "
+                "can fill it alike (user 'a-b' with thread 'c', and user 'a' with thread 'b-c', both give "
+                "'u-a-b-c'), so distinct ids could share a namespace. Fix: give each placeholder its own "
+                "label, e.g. ('u-{user_id}', '{thread_id}')."
+            )
+
+
+def _label_parts(label: str) -> tuple[str, str | None]:
+    """The label's text before its placeholder and after it (``None``: it has no placeholder)."""
+    before: list[str] = []
+    after: list[str] | None = None
+    for literal, name, _, _ in string.Formatter().parse(label):
+        (before if after is None else after).append(literal)
+        if name is not None:
+            after = []
+    return "".join(before), None if after is None else "".join(after)
+
+
+def _labels_may_meet(one: str, two: str) -> bool:
+    (pre_a, post_a), (pre_b, post_b) = _label_parts(one), _label_parts(two)
+    if post_a is None and post_b is None:  # two fixed labels
+        return pre_a == pre_b
+    if post_a is None or post_b is None:  # a fixed label against "pre{id}post", the id non-empty
+        text, pre, post = (pre_a, pre_b, post_b) if post_a is None else (pre_b, pre_a, post_a)
+        assert post is not None
+        return len(text) > len(pre) + len(post) and text.startswith(pre) and text.endswith(post)
+    return (pre_a.startswith(pre_b) or pre_b.startswith(pre_a)) and (
+        post_a.endswith(post_b) or post_b.endswith(post_a)
+    )
+
+
+def templates_may_meet(one: NamespaceTemplate, two: NamespaceTemplate) -> bool:
+    """Whether some ids fill ``one`` and ``two`` alike, or one inside the other (a prefix search reaches it).
+
+    >>> templates_may_meet(("m", "user", "{user_id}"), ("m", "session", "{thread_id}"))
+    False
+    >>> templates_may_meet(("m", "u-{user_id}"), ("m", "{thread_id}"))  # thread 'u-1' is user '1'
+    True
+    """
+    return all(_labels_may_meet(a, b) for a, b in zip(one, two, strict=False))
+
+
 def fill_namespace(template: NamespaceTemplate, scope: Scope) -> tuple[str, ...]:
-    """Fill each label of ``template`` with the scope's values.
+    """Fill each label of ``template`` with the scope's values, each checked by :func:`exact_id`.
 
     Raises:
-        ScopeError: the scope lacks a value the template needs.
-        InvalidNamespaceError: a filled label is empty or contains ``.``.
+        ScopeError: the scope lacks a value the template needs, or holds one that cannot be
+            an id (an ``extra`` value with a ``.``, say).
+        InvalidNamespaceError: the template itself gives an empty label, a ``.``, or the root
+            ``"langgraph"``.
     """
     values: dict[str, str] = {}
     for key in template_keys(template):
@@ -192,17 +345,22 @@ def fill_namespace(template: NamespaceTemplate, scope: Scope) -> tuple[str, ...]
             raise ScopeError(
                 key,
                 f"the namespace template {tuple(template)!r} needs {key!r}, which the run's config does "
-                f'not carry. Fix: pass config={{"configurable": {{"{key}": ...}}}} '
+                f'not carry (as a str). Fix: pass config={{"configurable": {{"{key}": ...}}}} '
                 "(or set it in the graph's runtime context).",
             )
-        values[key] = value
+        values[key] = exact_id(key, value)
     labels = tuple(label.format(**values) for label in template)
     for label in labels:
         if not label or "." in label:
             raise InvalidNamespaceError(
                 f"namespace {labels!r} from template {tuple(template)!r} has the label {label!r}; "
-                "labels must be non-empty and contain no '.'. Fix: use ids without dots."
+                "labels must be non-empty and contain no '.'. Fix: change the template."
             )
+    if labels and labels[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f"namespace {labels!r} from template {tuple(template)!r} starts with 'langgraph', which "
+            "LangGraph reserves. Fix: start the template with a fixed label such as 'memories'."
+        )
     return labels
 
 
@@ -237,8 +395,12 @@ def resolve_scope(
         config: the run's config; ``None``: the current LangGraph run's, when there is one.
         runtime: a LangGraph ``Runtime`` (or ``ToolRuntime``) whose context wins over
             ``configurable``; ``None``: the current run's, when there is one.
-        metadata: a callback's run metadata: its string values fill ids the config lacks
-            (LangGraph copies ``configurable`` there for callbacks).
+        metadata: a callback's run metadata: its values fill ids the config lacks
+            (LangGraph copies ``configurable`` there for callbacks); ids there obey the same rule.
+
+    Raises:
+        ScopeError: an id in the config, the runtime context or the metadata that
+            :func:`exact_id` refuses.
 
     >>> resolve_scope({"configurable": {"user_id": "u1"}}, metadata={"thread_id": "t1"})
     Scope(user_id='u1', thread_id='t1', agent=None, run_id=None, extra={})
@@ -247,8 +409,10 @@ def resolve_scope(
         config = _current_config()
     if runtime is None:
         runtime = current_runtime()
-    if metadata:
-        configurable = {k: v for k, v in metadata.items() if isinstance(v, str)}
+    if metadata:  # ids of any type (checked as ids), other values only when text
+        configurable = {
+            k: v for k, v in metadata.items() if isinstance(v, str) or (k in _ID_KEYS and v is not None)
+        }
         configurable.update((config or {}).get("configurable") or {})
         config = {**(config or {}), "configurable": configurable}
     if runtime is not None:

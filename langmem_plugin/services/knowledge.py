@@ -20,6 +20,7 @@ it otherwise.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens, encoding_for_model
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.limits import bound_of, bounded_steps
 from langmem_plugin.services.operations import INDEX_FIELDS, list_steps, to_stored
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
@@ -127,10 +129,22 @@ def load_documents(sources: Iterable[str | Path | Document]) -> list[Document]:
     adding the same text twice keeps one copy and different texts never replace each other.
 
     Raises:
-        ConfigurationError: a path that does not exist, or a file that is not ``.txt``/``.md``.
+        ConfigurationError: a path that does not exist, or a file that is not ``.txt``/``.md``;
+            ``sources`` that is not a list (a single ``str`` included: wrap it in a list), or a
+            source that is not a ``str``, a path or a :class:`Document`.
     """
+    if isinstance(sources, str | bytes | os.PathLike | Document) or not isinstance(sources, Iterable):
+        raise ConfigurationError(
+            f"add_documents takes a list of sources, got {type(sources).__name__} {repr(sources)[:80]}. "
+            "Fix: wrap it in a list, e.g. add_documents(['handbook.md'])."
+        )
     documents: list[Document] = []
     for source in sources:
+        if not isinstance(source, str | os.PathLike | Document):
+            raise ConfigurationError(
+                f"a document source must be a str (a text, or a .txt/.md path), a Path or a Document, "
+                f"got {type(source).__name__} {repr(source)[:80]}. Fix: decode bytes and pass text."
+            )
         if isinstance(source, Document):
             documents.append(source)
             continue
@@ -200,7 +214,8 @@ def add_documents_steps(
     ]
     new_keys = {op.key for op in ops} - {i.key for i in existing}
     layout.check_room(Compartment.KNOWLEDGE, len(existing) - len(stale), len(new_keys))
-    yield [*ops, *stale]
+    # counted again where the data lives, in the write itself (services.limits)
+    yield from bounded_steps([*ops, *stale], [bound_of(layout, Compartment.KNOWLEDGE, namespace)])
     return AddedDocument(document.name, len(chunks), len(stale))
 
 

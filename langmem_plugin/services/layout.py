@@ -20,12 +20,17 @@ namespace may hold, and the most characters one memory's content may have.
 Going over either raises :class:`~langmem_plugin.errors.MemoryLimitError`
 naming the compartment, the limit and the fix.
 
-A store has no "put if fewer than N" operation, so the item limit is a count
-followed by a put. Writers that add memories hold :func:`room_held` (or
-:func:`aroom_held`) around the two, one lock per (store, namespace): within one
-process, 8 threads filling a compartment limited to 20 store exactly 20.
-Across processes sharing one store the lock does not reach: the limit can be
-overshot by about one item per concurrent writer process.
+The item limit is a count followed by a write, made one *bounded write*
+(:mod:`langmem_plugin.services.limits`): a store that holds limits where its
+data lives (CheckpointerStore over a SQLite file, embedded QdrantStore) counts
+and writes in one exclusive section of its engine, so two store objects or two
+processes writing one compartment never overshoot it. With any other store
+the count and the write are two batches; writers that add memories hold
+:func:`room_held` (or :func:`aroom_held`) around them, one lock per (store,
+namespace): within one process, 8 threads filling a compartment limited to 20
+store exactly 20 — but a second store object or process writing the same data
+is not held by that lock, and the limit can be overshot by about one item per
+concurrent writer (docs/security.md, "Limits hold where the data lives").
 
 >>> from langmem_plugin.core.scope import Scope
 >>> layout = MemoryLayout()
@@ -51,7 +56,8 @@ from types import MappingProxyType
 
 from langgraph.store.base import BaseStore
 
-from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
+from langmem_plugin.core.bounded import item_limits
+from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys, templates_may_meet
 from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError
 
 __all__ = [
@@ -184,11 +190,15 @@ class MemoryLayout:
             if not isinstance(value, CompartmentLimits):
                 raise ConfigurationError(f"limits[{key!r}] must be a CompartmentLimits, got {value!r}")
             limits[parse_compartment(key)] = value
-        templates = [namespaces[c] for c in STORED_COMPARTMENTS]
-        if len(set(templates)) != len(templates):
-            raise ConfigurationError(
-                f"two compartments share one namespace template {templates!r}; give each its own label"
-            )
+        for i, one in enumerate(STORED_COMPARTMENTS):  # no id of one may reach another's namespace
+            for two in STORED_COMPARTMENTS[i + 1 :]:
+                if templates_may_meet(namespaces[one], namespaces[two]):
+                    raise ConfigurationError(
+                        f"the {one.value} and {two.value} compartments could share one namespace: "
+                        f"{namespaces[one]!r} and {namespaces[two]!r} fill alike for some ids (or one "
+                        "inside the other). Fix: give each its own fixed label, e.g. ('memories', "
+                        f"'{one.value}', ...)."
+                    )
         object.__setattr__(self, "namespaces", MappingProxyType(namespaces))
         object.__setattr__(self, "limits", MappingProxyType(limits))
 
@@ -222,14 +232,19 @@ class MemoryLayout:
 
     def check_room(self, compartment: Compartment | str, count: int, adding: int = 1) -> None:
         """Raise :class:`MemoryLimitError` when ``count + adding`` memories exceed the compartment's limit."""
+        limit = self.limits_for(compartment).max_items
+        if limit is not None and count + adding > limit:
+            raise self.room_error(compartment, count, adding)
+
+    def room_error(self, compartment: Compartment | str, count: int, adding: int = 1) -> MemoryLimitError:
+        """The error of a full compartment that holds ``count`` memories (``adding`` more were asked)."""
         comp = parse_compartment(compartment)
         limit = self.limits_for(comp).max_items
-        if limit is not None and count + adding > limit:
-            raise MemoryLimitError(
-                f"{comp.value} memory is full: it holds {count} memories and the limit is {limit}. "
-                "Fix: delete or merge memories that are no longer needed (delete_memory / clear_memory), "
-                "or raise the limit in MemoryLayout(limits=...)."
-            )
+        return MemoryLimitError(
+            f"{comp.value} memory is full: it holds {count} memories and the limit is {limit}. "
+            "Fix: delete or merge memories that are no longer needed (delete_memory / clear_memory), "
+            "or raise the limit in MemoryLayout(limits=...)."
+        )
 
 
 def add_run_note(notes: Sequence[str] | None, note: str, *, layout: MemoryLayout | None = None) -> list[str]:
@@ -265,7 +280,14 @@ def room_lock(store: BaseStore, namespace: Sequence[str]) -> threading.Lock:
 
 @contextmanager
 def room_held(store: BaseStore, namespace: Sequence[str]) -> Iterator[None]:
-    """Hold :func:`room_lock` around a count of ``namespace`` and the put that adds to it (threads)."""
+    """Hold :func:`room_lock` around a count of ``namespace`` and the put that adds to it (threads).
+
+    Nothing is held for a store that holds limits where its data lives
+    (``item_limits(store) == "shared"``): its bounded writes are atomic without it.
+    """
+    if item_limits(store) == "shared":
+        yield
+        return
     with room_lock(store, namespace):
         yield
 
@@ -277,7 +299,11 @@ async def aroom_held(
     """:func:`room_held` for coroutines: waits without blocking the event loop.
 
     The lock is the same one threads take, so sync and async writers exclude each other.
+    Nothing is held for a store that holds limits where its data lives.
     """
+    if item_limits(store) == "shared":
+        yield
+        return
     lock = room_lock(store, namespace)
     # Threads hold this lock too, so no asyncio primitive can wait for it; a thread waiting in
     # acquire() would keep the lock after a cancellation. Polling is safe under cancellation.

@@ -59,6 +59,14 @@ from langmem_plugin.services.layout import (
     MemoryLayout,
     parse_compartment,
 )
+from langmem_plugin.services.limits import (
+    bound_of,
+    bounded_steps,
+    count_steps,
+    list_steps,
+    write_rounds,
+    write_steps,
+)
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -70,7 +78,6 @@ __all__ = [
     "clear_steps",
     "count_steps",
     "delete_steps",
-    "episode_room_steps",
     "get_steps",
     "list_steps",
     "new_memory_id",
@@ -87,9 +94,6 @@ logger = logging.getLogger(__name__)
 
 #: The record fields a store embeds (passed as ``PutOp(index=...)``).
 INDEX_FIELDS = ["content"]
-_PAGE = 500
-_MAX_SCAN = 5000
-_ROOM_SLACK = 20  # a full namespace gets room for 1/20 of its limit more than the write needs
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -162,62 +166,6 @@ def to_stored(item: Item, compartment: Compartment) -> StoredMemory | None:
     return StoredMemory(item.key, compartment, tuple(item.namespace), record, score)
 
 
-def list_steps(namespace: tuple[str, ...], *, max_items: int = _MAX_SCAN) -> StoreSteps[list[Item]]:
-    """Every item in ``namespace`` (exactly; not sub-namespaces), up to ``max_items``, paging."""
-    items: list[Item] = []
-    offset = 0
-    while len(items) < max_items:
-        (page,) = yield [SearchOp(namespace, limit=_PAGE, offset=offset, refresh_ttl=False)]
-        items.extend(i for i in page if tuple(i.namespace) == namespace)
-        if len(page) < _PAGE:
-            break
-        offset += _PAGE
-    return items[:max_items]
-
-
-def count_steps(namespace: tuple[str, ...], *, at_least: int) -> StoreSteps[bool]:
-    """Whether ``namespace`` holds at least ``at_least`` items (one item is read, at that offset)."""
-    if at_least <= 0:
-        return True
-    (page,) = yield [SearchOp(namespace, limit=1, offset=at_least - 1, refresh_ttl=False)]
-    return bool(page)
-
-
-def episode_room_steps(
-    layout: MemoryLayout, comp: Compartment, namespace: tuple[str, ...], keys: set[str]
-) -> StoreSteps[list[PutOp]]:
-    """The deletes that make room in ``namespace`` for ``keys``: its oldest episodes (and passages)
-    not among them; only episodes make room, so a memory saved on purpose is never evicted.
-
-    A full namespace is listed to choose them, so the room made is ``1/20`` of the limit more
-    than needed: the next writes find room without listing it again.
-
-    Raises:
-        MemoryLimitError: too few episodes to make room.
-    """
-    limit = layout.limits_for(comp).max_items
-    if limit is None:
-        return []
-    if not (yield from count_steps(namespace, at_least=max(limit - len(keys) + 1, 1))):
-        return []
-    items = yield from list_steps(namespace, max_items=limit + len(keys))
-    absent = keys - {i.key for i in items}
-    excess = len(items) + len(absent) - limit
-    if excess <= 0:
-        return []
-    episodes = sorted(
-        (
-            m
-            for i in items
-            if i.key not in keys and (m := to_stored(i, comp)) and m.record.kind is MemoryKind.EPISODE
-        ),
-        key=lambda m: m.record.created_at,
-    )
-    if len(episodes) < excess:
-        layout.check_room(comp, len(items), len(absent))
-    return [PutOp(m.namespace, m.id, None) for m in episodes[: excess + limit // _ROOM_SLACK]]
-
-
 def save_steps(
     scope: Scope,
     layout: MemoryLayout,
@@ -237,6 +185,9 @@ def save_steps(
     """Save a new memory in ``compartment`` of ``scope``.
 
     With ``recorded_by`` the save is recorded in the user's history (``ADD``), in the same batch.
+    The compartment's item limit is counted and the memory written in one bounded write
+    (:func:`~langmem_plugin.services.limits.bounded_steps`): a full compartment makes room by
+    evicting its oldest episodes, never a memory saved on purpose.
 
     Raises:
         InvalidRecordError: a bad field (empty content, bad category, priority out of 1–10, ...).
@@ -257,42 +208,13 @@ def save_steps(
     record = MemoryRecord(**fields)
     layout.check_content(comp, record.content)
     key = memory_id or new_memory_id()
-    room = yield from episode_room_steps(layout, comp, namespace, {key})
     change = Change(key, "ADD", None, record.content)
-    yield [
-        *room,
+    ops = [
         PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS),
         *changes_ops(scope, [change], recorded_by, history=history),
     ]
+    yield from bounded_steps(ops, [bound_of(layout, comp, namespace)])
     return StoredMemory(key, comp, namespace, record)
-
-
-def write_rounds(ops: Sequence[PutOp]) -> list[list[PutOp]]:
-    """``ops`` in as few batches as possible with no content text twice in one batch.
-
-    LangGraph's InMemoryStore fails a batch that embeds the same text for two items
-    (one episode written to session and user memory, one text in two compartments).
-    """
-    rounds: list[list[PutOp]] = []
-    seen: list[set[str]] = []
-    for op in ops:
-        text = str(op.value.get("content")) if op.value is not None else None
-        for number, texts in enumerate(seen):
-            if text is None or text not in texts:
-                rounds[number].append(op)
-                if text is not None:
-                    texts.add(text)
-                break
-        else:
-            rounds.append([op])
-            seen.append({text} if text is not None else set())
-    return rounds
-
-
-def write_steps(ops: Sequence[PutOp]) -> StoreSteps[None]:
-    """Write ``ops`` in the batches of :func:`write_rounds`."""
-    for batch in write_rounds(ops):  # noqa: UP028 - the steps must receive the results: not `yield from` a list
-        yield batch
 
 
 def access_ops(memories: Sequence[StoredMemory]) -> list[PutOp]:

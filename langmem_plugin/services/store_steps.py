@@ -14,6 +14,12 @@ search (:mod:`langmem_plugin.core.candidates`). A store that answers them
 ``search`` instead, whose results become the dense list, with no lexical one
 (``Candidates.lexical_index`` is False), so the caller knows what is missing.
 
+A step may yield a :class:`~langmem_plugin.core.bounded.BoundedWrite` (a write
+within an item limit, :mod:`langmem_plugin.services.limits`): a store that holds
+limits where its data lives (``item_limits(store) == "shared"``) answers it with
+the evictions it made; for any other store the answer is ``None`` and the steps
+count and write themselves.
+
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
 >>> def steps():
@@ -35,6 +41,7 @@ from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Op, SearchItem, SearchOp
 
+from langmem_plugin.core.bounded import BoundedStore, BoundedWrite, item_limits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates, CandidateStore
 from langmem_plugin.core.steps import arun_steps, run_steps
 
@@ -66,8 +73,8 @@ class CandidateSearch:
     queries: tuple[CandidateQuery, ...]
 
 
-#: What store steps yield: a batch of store operations, a pause, or a candidate search.
-StoreRequest = Sequence[Op] | Pause | CandidateSearch
+#: What store steps yield: a batch of store operations, a pause, a candidate search or a bounded write.
+StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
 
@@ -86,6 +93,11 @@ def _as_candidates(request: CandidateSearch, pages: list[Any]) -> list[Candidate
     return out
 
 
+def _bounded(store: BaseStore) -> BoundedStore:
+    assert isinstance(store, BoundedStore)  # item_limits() said "shared"
+    return store
+
+
 def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
     """Carry out one request of store steps with the store's sync API."""
     if isinstance(request, Pause):
@@ -95,6 +107,8 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
         if isinstance(store, CandidateStore):
             return store.search_candidates(request.queries)
         return _as_candidates(request, store.batch(_search_ops(request)))
+    if isinstance(request, BoundedWrite):
+        return _bounded(store).write_bounded(request) if item_limits(store) == "shared" else None
     return store.batch(request) if request else []
 
 
@@ -107,6 +121,8 @@ async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | Non
         if isinstance(store, CandidateStore):
             return await store.asearch_candidates(request.queries)
         return _as_candidates(request, await store.abatch(_search_ops(request)))
+    if isinstance(request, BoundedWrite):
+        return await _bounded(store).awrite_bounded(request) if item_limits(store) == "shared" else None
     return await store.abatch(request) if request else []
 
 

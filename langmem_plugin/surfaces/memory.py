@@ -31,7 +31,6 @@ from langgraph.store.base import BaseStore, IndexConfig
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
-from langmem_plugin.core.scope import resolve_scope
 from langmem_plugin.services import aexecute, execute
 from langmem_plugin.services.context import ContextConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
@@ -56,6 +55,7 @@ from langmem_plugin.services.upkeep import (
     forget_steps,
     forget_user_steps,
 )
+from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
     AsyncMemoryCallbackHandler,
@@ -379,7 +379,8 @@ class Memory:
         run_memory: Sequence[Any] | None = None,
     ) -> Recall:
         """Recall outside a graph, for the scope in ``config``."""
-        scope = resolve_scope(config or {})
+        scope = scope_of(config)
+        messages = messages_of(messages, "recall")
         return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory)
 
     async def arecall(
@@ -391,7 +392,8 @@ class Memory:
         run_memory: Sequence[Any] | None = None,
     ) -> Recall:
         """Async :meth:`recall`."""
-        scope = resolve_scope(config or {})
+        scope = scope_of(config)
+        messages = messages_of(messages, "arecall")
         return await self.turn.arecall(scope, self.store, messages, plan=plan, run_memory=run_memory)
 
     def add_documents(
@@ -429,7 +431,7 @@ class Memory:
     ) -> ImportReport:
         """Import an existing conversation into the thread of ``config``, as remember writes it.
 
-        ``history`` is a list of messages (LangChain messages or ``{"role", "content"}`` dicts),
+        ``history`` is a list of messages (LangChain messages, ``{"role", "content"}`` dicts or pairs),
         or of sessions ``{"date": ..., "messages": [...]}``. Each exchange becomes an episode
         with the same key, fields and passages remember gives it, in the compartments of
         :attr:`remember_config`; the store embeds ``batch_size`` episodes per round. Episodes
@@ -454,11 +456,17 @@ class Memory:
 
         Returns:
             turns found, written, already stored, passages, failed, seconds, turns per second.
+
+        Raises:
+            ConfigurationError: ``history`` is not a history (a message of no known shape, bad
+                tool calls, a date that does not parse...: the message names its place and the
+                fix), or ``config`` is not a config; nothing is written.
+            ScopeError: no ``thread_id`` in ``config``, or an id that is not one.
         """
         return import_history(
             self.store,
             history,
-            resolve_scope(config or {}),
+            scope_of(config),
             layout=self.layout,
             config=self.remember_config,
             per=per,
@@ -479,7 +487,7 @@ class Memory:
         return await aimport_history(
             self.store,
             history,
-            resolve_scope(config or {}),
+            scope_of(config),
             layout=self.layout,
             config=self.remember_config,
             per=per,
@@ -509,11 +517,11 @@ class Memory:
 
     def history(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Every recorded change of ``memory_id`` in the user memory of ``config``'s user, oldest first."""
-        return execute(self.store, history_steps(resolve_scope(config or {}), memory_id))
+        return execute(self.store, history_steps(scope_of(config), memory_id_of(memory_id)))
 
     async def ahistory(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Async :meth:`history`."""
-        return await aexecute(self.store, history_steps(resolve_scope(config or {}), memory_id))
+        return await aexecute(self.store, history_steps(scope_of(config), memory_id_of(memory_id)))
 
     def forget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Delete one memory (user or session memory of ``config``'s scope); recorded in history.
@@ -521,26 +529,33 @@ class Memory:
         Raises:
             MemoryNotFoundError: no such id there.
         """
-        return execute(self.store, forget_steps(resolve_scope(config or {}), self.layout, memory_id))
+        return execute(self.store, forget_steps(scope_of(config), self.layout, memory_id_of(memory_id)))
 
     async def aforget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Async :meth:`forget`."""
-        return await aexecute(self.store, forget_steps(resolve_scope(config or {}), self.layout, memory_id))
+        scope = scope_of(config)
+        return await aexecute(self.store, forget_steps(scope, self.layout, memory_id_of(memory_id)))
 
     def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
 
         Pending reflections run first, so none writes the user's memories back afterwards.
+
+        Raises:
+            ScopeError: ``user_id`` (or one of ``threads``) is not an id: not a ``str``, empty,
+                or with a ``.`` or a control character; raised before anything is read or written.
         """
+        steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
         self.flush()
-        report = execute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        report = execute(self.store, steps)
         self.turn.reset_thread_index(user_id)
         return report
 
     async def aforget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Async :meth:`forget_user`."""
+        steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
         await self.aflush()
-        report = await aexecute(self.store, forget_user_steps(user_id, self.layout, threads=threads))
+        report = await aexecute(self.store, steps)
         self.turn.reset_thread_index(user_id)
         return report
 

@@ -20,7 +20,10 @@ nodes and the callback handler use:
   window (:meth:`MemoryTurn.visible_messages`) through ``request.override(messages=...)``;
   the state is not modified;
 - ``after_model``: :meth:`MemoryTurn.after_model`: when the model answered (no tool
-  calls), the exchange is stored as an episode and run memory is cleared.
+  calls), the exchange is stored as an episode and run memory is cleared;
+- ``wrap_tool_call``: a tool output too deeply nested for LangChain to write as text is an
+  error message the model reads, not the end of the run
+  (:func:`~langmem_plugin.surfaces._tool_output.contain_tool_call`).
 
 Needs ``pip install 'langmem-plugin[agents]'``; without it, importing this module
 raises :class:`~langmem_plugin.errors.MissingDependencyError` with that line.
@@ -39,6 +42,7 @@ from langmem_plugin.services.context import ConversationSummary, keep_first, sum
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
+from langmem_plugin.surfaces._tool_output import acontain_tool_call, contain_tool_call
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -48,8 +52,11 @@ except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     ) from exc
 
 if TYPE_CHECKING:
+    from langchain_core.messages import ToolMessage
+    from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.store.base import BaseStore
+    from langgraph.types import Command
 
 __all__ = ["MemoryAgentState", "MemoryMiddleware"]
 
@@ -135,3 +142,19 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     async def aafter_model(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
         return await self.turn.aafter_model(state, *self._scope(runtime))
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the tool; an output too deep to write as text is an error message for the model."""
+        return contain_tool_call(request, handler)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        return await acontain_tool_call(request, handler)

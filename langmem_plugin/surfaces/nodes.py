@@ -40,6 +40,7 @@ from langmem_plugin.services.context import ConversationSummary, keep_first, sum
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
+from langmem_plugin.surfaces._tool_output import acontain_tool_call, contain_tool_call
 
 __all__ = ["MemoryState", "ModelNode", "RecallNode", "RememberNode", "ResultsNode", "add_memory_agent"]
 
@@ -219,7 +220,13 @@ def add_memory_agent(
     builder.add_node(n["remember"], remember)
     builder.add_edge(n["recall"], n["agent"])
     if tools:
-        builder.add_node(n["tools"], ToolNode(list(tools), messages_key=keys.messages))
+        tool_node = ToolNode(
+            list(tools),
+            messages_key=keys.messages,
+            wrap_tool_call=contain_tool_call,  # a tool output too deep to write: an error message
+            awrap_tool_call=acontain_tool_call,
+        )
+        builder.add_node(n["tools"], tool_node)
         builder.add_conditional_edges(
             n["agent"],
             lambda state: tools_condition(state, messages_key=keys.messages),

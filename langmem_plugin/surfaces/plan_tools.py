@@ -12,8 +12,15 @@ plan (its step ids); the others with one line of progress, since the turn servic
 renders the whole plan into the system prompt before every model call.
 
 What the model can fix — no plan yet, a second active plan, an unknown step id, a
-status transition that is not allowed, an empty text — comes back as an error
+step id that is not exactly one (spaces around it, another type, odd characters), a
+status transition that is not allowed, a blank text — comes back as an error
 ``ToolMessage`` saying what to do, and the plan does not change.
+
+Parallel tool calls tell the truth: each plan tool replays the pending plan calls of its
+model message in order, as the reducer merges them
+(:mod:`~langmem_plugin.services.plan.calls`), so its answer names the step id really
+assigned, refuses a second ``create_plan`` while the first one's plan is active, refuses an
+update an earlier call made impossible, and shows the plan as it is after the whole message.
 
 Usable alone in a hand-written graph::
 
@@ -29,44 +36,25 @@ the state key and the prompt section come with the nodes and the middleware).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from langmem_plugin.errors import ConfigurationError, PlanError
-from langmem_plugin.services.plan import (
-    Plan,
-    PlanOp,
-    PlanState,
-    PlanUpdate,
-    add_note_op,
-    add_step_op,
-    apply_op,
-    as_plan,
-    complete_op,
-    new_plan,
-    plan_progress,
-    render_plan,
-    update_step_op,
-)
+from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.services.plan import PLAN_CALLS, PlanCall, PlanState, answer, as_plan, replay_calls
 from langmem_plugin.services.turn import state_value
 
 __all__ = ["PLAN_TOOL_NAMES", "PlanState", "create_plan_tools"]
 
 #: Every plan tool, by name.
-PLAN_TOOL_NAMES = (
-    "create_plan",
-    "add_plan_step",
-    "update_plan_step",
-    "add_context_note",
-    "complete_plan",
-    "get_plan",
-)
+PLAN_TOOL_NAMES = PLAN_CALLS
 
 Status = Literal["pending", "in_progress", "completed", "skipped", "blocked"]
 
@@ -97,6 +85,19 @@ class CompletePlanInput(BaseModel):
     summary: str | None = Field(default=None, description="What was achieved, in a sentence or two.")
 
 
+class GetPlanInput(BaseModel):
+    pass
+
+
+_SCHEMAS: dict[str, type[BaseModel]] = {
+    "create_plan": CreatePlanInput,
+    "add_plan_step": AddPlanStepInput,
+    "update_plan_step": UpdatePlanStepInput,
+    "add_context_note": AddContextNoteInput,
+    "complete_plan": CompletePlanInput,
+    "get_plan": GetPlanInput,
+}
+
 _DESCRIPTIONS = {
     "create_plan": "Create a plan for a multi-step task: a goal and its steps (ids s1, s2, ...). "
     "Only one plan is active at a time; it stays in the conversation until completed.",
@@ -109,6 +110,7 @@ _DESCRIPTIONS = {
     "it is archived in memory.",
     "get_plan": "Show the current plan with its step ids, statuses and notes.",
 }
+_STEP_ID_FIELDS = frozenset({"step_id", "after"})
 
 
 def _error_message(exc: ValidationError) -> str:
@@ -116,75 +118,73 @@ def _error_message(exc: ValidationError) -> str:
         f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
         for e in exc.errors(include_url=False)
     )
-    return f"Error: invalid arguments: {problems}. Fix the arguments and call the tool again."
+    hint = ""
+    if any(e["loc"] and e["loc"][0] in _STEP_ID_FIELDS for e in exc.errors(include_url=False)):
+        hint = ' A step id is a text, exactly as the plan shows it, like "s2".'
+    return f"Error: invalid arguments: {problems}.{hint} Fix the arguments and call the tool again."
 
 
-Change = Callable[[Plan | None, dict[str, Any]], tuple[PlanUpdate, Plan, str]]
+def _validated(name: str, args: Any, call_id: str) -> PlanCall:
+    """A call of tool ``name``, with its arguments as the tool's schema validates them (or refused)."""
+    try:
+        return PlanCall(name, _SCHEMAS[name].model_validate(args).model_dump(), call_id)
+    except ValidationError as exc:
+        return PlanCall(name, {}, call_id, refusal=_error_message(exc))
 
 
-def _one_op(make: Callable[[Plan, dict[str, Any]], PlanOp], said: Callable[[Plan, PlanOp], str]) -> Change:
-    def change(plan: Plan | None, args: dict[str, Any]) -> tuple[PlanUpdate, Plan, str]:
-        if plan is None:
-            raise PlanError("there is no plan yet; call create_plan with a goal and steps first")
-        op = make(plan, args)
-        changed = apply_op(plan, op)
-        return {"ops": [op]}, changed, said(changed, op)
+def _message_calls(
+    messages: Sequence[Any], me: PlanCall, names: frozenset[str]
+) -> tuple[str | None, list[PlanCall], int]:
+    """The id of the model message that made call ``me``, its pending plan calls in order (those
+    no tool message answers yet), and ``me``'s place among them; just ``me`` without the message."""
 
-    return change
+    def made_me(m: Any) -> bool:
+        return isinstance(m, AIMessage) and any(c.get("id") == me.call_id for c in m.tool_calls)
 
-
-def _create(plan: Plan | None, args: dict[str, Any]) -> tuple[PlanUpdate, Plan, str]:
-    if plan is not None and not plan["is_complete"]:
-        raise PlanError(
-            f"plan {plan['id']} is still active ({plan['goal']!r}); work on it (add_plan_step, "
-            "update_plan_step) or finish it with complete_plan before creating another"
-        )
-    created = new_plan(args["goal"], args["steps"])
-    return created, created, f"Created plan {created['id']}."
-
-
-def _added(plan: Plan, op: PlanOp) -> str:
-    return f"Added step {op.get('step_id')}."
-
-
-def _updated(plan: Plan, op: PlanOp) -> str:
-    step = next(s for s in plan["steps"] if s["id"] in (op.get("step_id"), f"s{op.get('step_id')}"))
-    return f"Step {step['id']} is {step['status']}."
-
-
-_CHANGES: dict[str, tuple[type[BaseModel], Change]] = {
-    "create_plan": (CreatePlanInput, _create),
-    "add_plan_step": (
-        AddPlanStepInput,
-        _one_op(lambda p, a: add_step_op(p, a["description"], after=a.get("after")), _added),
-    ),
-    "update_plan_step": (
-        UpdatePlanStepInput,
-        _one_op(
-            lambda p, a: update_step_op(p, a["step_id"], status=a.get("status"), notes=a.get("notes")),
-            _updated,
-        ),
-    ),
-    "add_context_note": (
-        AddContextNoteInput,
-        _one_op(lambda p, a: add_note_op(p, a["note"]), lambda p, op: "Noted."),
-    ),
-    "complete_plan": (
-        CompletePlanInput,
-        _one_op(lambda p, a: complete_op(p, a.get("summary")), lambda p, op: f"Plan {p['id']} is complete."),
-    ),
-}
+    at = next((i for i in range(len(messages) - 1, -1, -1) if made_me(messages[i])), None)
+    if not me.call_id or at is None:
+        return None, [me], 0
+    message: AIMessage = messages[at]
+    # answered after the message (a resumed run): already merged. Ids of earlier messages may repeat.
+    answered = {m.tool_call_id for m in messages[at + 1 :] if isinstance(m, ToolMessage)}
+    ids = Counter(str(c.get("id") or "") for c in message.tool_calls)
+    calls: list[PlanCall] = []
+    index = -1
+    for tool_call in message.tool_calls:
+        call_id, tool = str(tool_call.get("id") or ""), tool_call["name"]
+        mine = call_id == me.call_id
+        if tool not in names or (call_id in answered and not mine) or (mine and index >= 0):
+            continue
+        call = me if mine else _validated(tool, tool_call.get("args"), call_id)
+        if ids[call_id] > 1:
+            refusal = (
+                f"{ids[call_id]} tool calls of this message have the id {call_id!r}; each tool call "
+                "needs an id of its own, so none of them was run: call the tools again"
+            )
+            call = dataclasses.replace(call, refusal=refusal)
+        index = len(calls) if mine else index
+        calls.append(call)
+    batch = message.id or "|".join(str(c.get("id")) for c in message.tool_calls)
+    return batch, calls, index
 
 
-def _make_tool(name: str, key: str, messages_key: str) -> StructuredTool:
-    def current(runtime: ToolRuntime[Any, Any]) -> Plan | None:
-        return as_plan(state_value(runtime.state, key))
+def _make_tool(name: str, key: str, messages_key: str, names: frozenset[str]) -> StructuredTool:
+    fields = set(_SCHEMAS[name].model_fields)
+
+    def reply(runtime: ToolRuntime[Any, Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+        """What this call writes to the plan key (``{}`` or ``{key: update}``), its answer, and
+        whether the answer is an error."""
+        me = PlanCall(name, {k: v for k, v in kwargs.items() if k in fields}, runtime.tool_call_id or "")
+        messages = state_value(runtime.state, messages_key)
+        batch, calls, index = _message_calls(messages if isinstance(messages, list) else [], me, names)
+        outcomes = replay_calls(as_plan(state_value(runtime.state, key)), calls, batch=batch)
+        text, error = answer(outcomes, index)
+        return ({key: outcomes[index].update} if outcomes[index].writes else {}), text, error
 
     if name == "get_plan":
 
         def show(runtime: ToolRuntime[Any, Any]) -> str:
-            plan = current(runtime)
-            return render_plan(plan, header="Current plan:") if plan else "There is no plan yet."
+            return reply(runtime, {})[1]
 
         async def ashow(runtime: ToolRuntime[Any, Any]) -> str:
             return show(runtime)
@@ -194,21 +194,11 @@ def _make_tool(name: str, key: str, messages_key: str) -> StructuredTool:
             func=show, coroutine=ashow, name=name, description=_DESCRIPTIONS[name]
         )
 
-    schema, change = _CHANGES[name]
-    fields = set(schema.model_fields)
-
     def run(runtime: ToolRuntime[Any, Any], **kwargs: Any) -> Command[Any]:
-        call_id = runtime.tool_call_id or ""
-        try:
-            update, plan, said = change(current(runtime), {k: v for k, v in kwargs.items() if k in fields})
-        except PlanError as exc:  # the model can fix it; nothing changes
-            error = ToolMessage(f"Error: {exc}", tool_call_id=call_id, name=name, status="error")
-            return Command(update={messages_key: [error]})
-        shown = render_plan(plan, header="Current plan:") if name == "create_plan" else plan_progress(plan)
-        answer = f"{said}\n{shown}"
-        return Command(
-            update={key: update, messages_key: [ToolMessage(answer, tool_call_id=call_id, name=name)]}
-        )
+        update, text, error = reply(runtime, kwargs)
+        status: Literal["success", "error"] = "error" if error else "success"
+        message = ToolMessage(text, tool_call_id=runtime.tool_call_id or "", name=name, status=status)
+        return Command(update={messages_key: [message], **update})
 
     async def arun(runtime: ToolRuntime[Any, Any], **kwargs: Any) -> Command[Any]:
         return run(runtime, **kwargs)
@@ -218,7 +208,7 @@ def _make_tool(name: str, key: str, messages_key: str) -> StructuredTool:
         coroutine=arun,
         name=name,
         description=_DESCRIPTIONS[name],
-        args_schema=schema,
+        args_schema=_SCHEMAS[name],
         infer_schema=False,
         handle_validation_error=_error_message,
     )
@@ -244,4 +234,5 @@ def create_plan_tools(
     unknown = [n for n in include if n not in PLAN_TOOL_NAMES]
     if unknown:
         raise ConfigurationError(f"unknown plan tool(s) {unknown}; the tools are {list(PLAN_TOOL_NAMES)}")
-    return [_make_tool(name, key, messages_key) for name in dict.fromkeys(include)]
+    names = frozenset(include)
+    return [_make_tool(name, key, messages_key, names) for name in dict.fromkeys(include)]

@@ -1,11 +1,15 @@
 """Tools that read stored tool results: ``retrieve_result`` and ``query_results``.
 
 A compacted result in the conversation is a citation with an id; these tools
-give the rest back. Both find the results of the run's own thread only
-(``config["configurable"]["thread_id"]``): no argument the model writes names a
-thread or a namespace. An unknown or expired id, a bad pattern or a page past
-the end comes back as an error message the model can act on; a missing store
-or ``thread_id`` raises.
+give the rest back. Both find the results of the run's own user and thread only
+(``config["configurable"]["user_id"]`` and ``["thread_id"]``, exactly as given): no
+argument the model writes names a user, a thread or a namespace, and an id of another
+user's result — guessed or seen — answers as an unknown one. A pattern is RE2 syntax,
+matched in linear time, and a JSON path is read with loops, both within bounds
+(:mod:`~langmem_plugin.services.context.patterns`,
+:mod:`~langmem_plugin.services.context.json_text`). An unknown or expired id, a pattern
+RE2 cannot take, a bad path or a page past the end comes back as an error message the
+model can act on; a missing store or ``thread_id`` raises.
 
 >>> [t.name for t in create_result_tools()]
 ['retrieve_result', 'query_results']
@@ -52,16 +56,22 @@ class RetrieveResultInput(BaseModel):
         default="full",
         description="full: the whole result, one page at a time; excerpt: `length` characters from `start`; "
         "first_n / last_n: `n` lines (or items of a JSON list); filtered: lines or JSON items matching "
-        "`pattern` (a regular expression) or the values at a JSON `path`; summary: the key sentences.",
+        "`pattern` (a regular expression, RE2 syntax) or the values at a JSON `path`; summary: the key "
+        "sentences.",
     )
     page: int = Field(default=1, description="full: the page, from 1.")
     start: int = Field(default=0, description="excerpt: the first character.")
     length: int = Field(default=2000, description="excerpt: how many characters.")
     n: int = Field(default=20, description="first_n / last_n: how many lines or items.")
     pattern: str | None = Field(
-        default=None, description="filtered: a regular expression (case-insensitive)."
+        default=None,
+        description="filtered: a regular expression in RE2 syntax, case-insensitive, at most 1000 "
+        "characters (no backreferences such as \\1, no lookaround such as (?=...)).",
     )
-    path: str | None = Field(default=None, description="filtered: a JSON path such as '$.items[*].title'.")
+    path: str | None = Field(
+        default=None,
+        description="filtered: a JSON path such as '$.items[*].title' (keys, [index], [*], .*).",
+    )
 
 
 class QueryResultsInput(BaseModel):

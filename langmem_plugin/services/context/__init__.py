@@ -1,8 +1,10 @@
 """Context: what the model's window holds during a run.
 
 - :mod:`.results`, :mod:`.result_reads`: tool results stored once and shown compacted, and
-  the reads the model can make of them.
-- :mod:`.compactors`: how a result is cut down to what fits.
+  the reads the model can make of them; :mod:`.result_store`: whose a stored result is (its
+  user and exact thread) and what of it a store can take.
+- :mod:`.compactors`: how a result is cut down to what fits; :mod:`.patterns` (RE2, linear
+  time) and :mod:`.json_text` (depth-bounded JSON) keep every read of it bounded.
 - :mod:`.window`: the window trimmed to its budget, idle threads deleted.
 - :mod:`.summary`: what the window drops, summarized so nothing is lost.
 

@@ -16,6 +16,11 @@ items matching a pattern, or the values at a simple JSON path) and
 past the end) raises :class:`~langmem_plugin.errors.InvalidFilterError`, whose
 message says what to do.
 
+Everything here takes bounded time over any text: patterns (the model's and ours over tool
+output) run on RE2 (:mod:`~langmem_plugin.services.context.patterns`), JSON is read only when
+it nests at most 100 levels (:mod:`~langmem_plugin.services.context.json_text`; deeper is
+text), and a description reads only the start of a long text.
+
 >>> compact('[{"name": "a", "size": 1}, {"name": "b", "size": 2}]', 200)
 'JSON list of 2 items; item keys: name, size; first: {"name": "a", "size": 1}'
 >>> compact("name,size\\na,1\\nb,2\\nc,3", 200)
@@ -24,7 +29,6 @@ message says what to do.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -33,6 +37,15 @@ from typing import Any, Literal
 
 from langmem_plugin.core.tokens import encoding_for_model
 from langmem_plugin.errors import InvalidFilterError
+from langmem_plugin.services.context.json_text import dump as _dump
+from langmem_plugin.services.context.json_text import json_path, parse_path, walk
+from langmem_plugin.services.context.json_text import parse_json as _parse_json
+from langmem_plugin.services.context.patterns import (
+    fixed_pattern,
+    matching,
+    model_pattern,
+    without_surrogates,
+)
 
 __all__ = [
     "Compactor",
@@ -58,30 +71,22 @@ Compactor = Callable[[str, int], str]
 Shape = Literal["json", "table", "text"]
 
 _TABLE_DELIMITERS = (",", "\t", "|", ";")
+# Python's re where it cannot backtrack far (fixed-width lookarounds, one class repeated) ...
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_TAG = re.compile(r"<[^>]+>")
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_BLOCK = re.compile(r"<(script|style)[^>]*>.*?</\1>", re.IGNORECASE | re.DOTALL)
+# ... and RE2 where Python's would take quadratic time over hostile output ("<title>" * 100_000)
+_TAG = fixed_pattern(r"<[^>]+>")
+_TITLE = fixed_pattern(r"<title[^>]*>(.*?)</title>", case_sensitive=False, dot_nl=True)
+_BLOCK = fixed_pattern(
+    r"<script[^>]*>.*?</script>|<style[^>]*>.*?</style>", case_sensitive=False, dot_nl=True
+)
+#: How much of a text its description reads: a title and a lead are at its start.
+_DESCRIBED_CHARS = 100_000
 
 
 def _clip(text: str, max_chars: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= max_chars else text[: max(0, max_chars - 1)].rstrip() + "…"
-
-
-def _parse_json(text: str) -> Any:
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        return None
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _table_delimiter(lines: list[str]) -> str | None:
@@ -142,6 +147,7 @@ def compact_table(text: str, max_chars: int) -> str:
 
 
 def _title_and_body(text: str) -> tuple[str | None, str]:
+    text, _ = without_surrogates(text)  # RE2 reads Unicode text only
     found = _TITLE.search(text)
     title = " ".join(_TAG.sub(" ", found.group(1)).split()) if found else None
     if "<" in text and ">" in text:
@@ -157,7 +163,7 @@ def _title_and_body(text: str) -> tuple[str | None, str]:
 
 def compact_text(text: str, max_chars: int) -> str:
     """The title (an HTML ``<title>``, a heading or a short first line) and the lead of a text or page."""
-    title, body = _title_and_body(text)
+    title, body = _title_and_body(text[:_DESCRIBED_CHARS])
     paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if p.strip()]
     lead = " ".join(paragraphs[:2])
     summary = f"{title} — {lead}" if title and lead else (title or lead)
@@ -263,73 +269,41 @@ def last_n(text: str, n: int) -> str:
     return _dump(items[-n:]) if items is not None else "\n".join(lines[-n:])
 
 
-_PATH_PART = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*)\]")
-
-
-def json_path(value: Any, path: str) -> list[Any]:
-    """The values at a simple JSON path: ``$.a.b``, ``items[0].name``, ``items[*].name``, ``a.*``.
-
-    >>> json_path({"items": [{"name": "x"}, {"name": "y"}]}, "$.items[*].name")
-    ['x', 'y']
-    """
-    rest = path.strip()
-    rest = rest[1:] if rest.startswith("$") else rest
-    parts: list[str | int] = []
-    position = 0
-    while position < len(rest):
-        match = _PATH_PART.match(rest, position)
-        if match is None or match.end() == position:
-            raise InvalidFilterError(
-                f"cannot read the JSON path {path!r} at {rest[position:]!r}; write it like "
-                "'$.items[*].name', 'items[0].title' or 'data.*'"
-            )
-        key, index = match.group(1), match.group(2)
-        parts.append(key if key is not None else ("*" if index == "*" else int(index)))
-        position = match.end()
-    found = [value]
-    for part in parts:
-        step: list[Any] = []
-        for node in found:
-            if part == "*":
-                step.extend(
-                    node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
-                )
-            elif isinstance(part, int):
-                if isinstance(node, list) and -len(node) <= part < len(node):
-                    step.append(node[part])
-            elif isinstance(node, dict) and part in node:
-                step.append(node[part])
-        found = step
-    return found
-
-
 def filtered(text: str, pattern: str | None = None, path: str | None = None) -> str:
     """Lines (or JSON items) matching the regular expression ``pattern``, or the values at a JSON ``path``.
 
     With ``path`` the text must be JSON; with both, only the values at ``path`` whose JSON matches.
+    The pattern is RE2 syntax, case-insensitive (:func:`~.patterns.model_pattern`): matching takes
+    linear time whatever the pattern. At most :data:`~.patterns.MAX_MATCHES` matches come back,
+    from at most :data:`~.patterns.MAX_SCAN_CHARS` characters scanned; a note says when it stopped
+    early.
+
+    Raises:
+        InvalidFilterError: neither a pattern nor a path, a pattern that is not RE2 syntax (or too
+            long), a path that cannot be read, or a path over a result that is not JSON.
     """
     if not pattern and not path:
         raise InvalidFilterError("filtered needs a pattern (a regular expression), a JSON path, or both")
-    try:
-        regex = re.compile(pattern, re.IGNORECASE) if pattern else None
-    except re.error as exc:
-        raise InvalidFilterError(
-            f"the pattern {pattern!r} is not a valid regular expression: {exc}"
-        ) from None
+    regex = model_pattern(pattern) if pattern else None
+    parts = parse_path(path) if path else None
     value = _parse_json(text)
-    if path:
+    if parts is not None:
         if value is None:
-            raise InvalidFilterError("a JSON path needs a JSON result; this one is text: use pattern alone")
-        items = json_path(value, path)
-    elif isinstance(value, list):
-        items = value
+            raise InvalidFilterError(
+                "a JSON path needs a JSON result; this one is text (or JSON nested too deep to read): "
+                "use pattern alone"
+            )
+        items = walk(value, parts)
+    elif isinstance(value, list) or regex is None:
+        items = value if isinstance(value, list) else []
     else:
-        lines = [
-            f"{i}: {line}" for i, line in enumerate(text.splitlines(), 1) if regex and regex.search(line)
-        ]
-        return "\n".join(lines) if lines else "No line matches."
-    kept = [item for item in items if regex is None or regex.search(_dump(item))]
-    return _dump(kept) if kept else "No item matches."
+        lines = matching(regex, enumerate(text.splitlines(), 1), lambda pair: pair[1])
+        shown = "\n".join(f"{i}: {line}" for i, line in lines.found)
+        return (shown or "No line matches.") + lines.note()
+    if regex is None:
+        return _dump(items) if items else "No item matches."
+    kept = matching(regex, items, _dump)
+    return (_dump(kept.found) if kept.found else "No item matches.") + kept.note()
 
 
 def extractive_summary(text: str, max_sentences: int = 5) -> str:

@@ -1,10 +1,13 @@
 """Reading stored tool results back: one by id, a filtered list, and the parts ``retrieve_result`` gives.
 
 The results are written by :mod:`~langmem_plugin.services.context.results`; here they are
-read, as store steps, within the scope's own results compartment only. An unknown
-or expired id raises :class:`~langmem_plugin.errors.MemoryNotFoundError`, a request
-the model can fix :class:`~langmem_plugin.errors.InvalidFilterError`: the tools
-turn both into messages the model can act on.
+read, as store steps, from the scope's own results only: the namespace of its user and its
+exact thread (:func:`~langmem_plugin.services.context.result_store.results_namespace`), and of
+the items there, only those whose owner fingerprint is the scope's. An id is taken exactly as
+given (``r`` + 12 hex digits; no strip). An unknown, expired or someone else's id raises
+:class:`~langmem_plugin.errors.MemoryNotFoundError` (the same answer for all three), a request
+the model can fix :class:`~langmem_plugin.errors.InvalidFilterError`: the tools turn both into
+messages the model can act on.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from langmem_plugin.services.context.compactors import (
     page_of,
     shape_of,
 )
-from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.context.result_store import is_owned, results_namespace
+from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = ["StoredResult", "Transform", "get_result_steps", "list_results_steps", "transform_result"]
@@ -52,6 +56,7 @@ class StoredResult:
     tokens: int
     created_at: datetime
     truncated: bool = False
+    cleaned: str | None = None
 
     @classmethod
     def from_item(cls, item: Item) -> StoredResult | None:
@@ -73,6 +78,7 @@ class StoredResult:
                 tokens=int(metadata.get("tokens", 0)),
                 created_at=created_at if created_at.tzinfo else created_at.replace(tzinfo=UTC),
                 truncated=metadata.get("truncated") == "true",
+                cleaned=str(metadata["cleaned"]) if metadata.get("cleaned") else None,
             )
         except (TypeError, ValueError):
             return None
@@ -104,11 +110,12 @@ def get_result_steps(scope: Scope, layout: MemoryLayout, rid: str) -> StoreSteps
     Raises:
         MemoryNotFoundError: no such result (an id the model can fix).
     """
-    rid = rid.strip()
-    if not _ID.fullmatch(rid):
-        raise _not_found(rid[:40])
-    (item,) = yield [GetOp(layout.namespace(Compartment.RESULTS, scope), rid)]
-    found = StoredResult.from_item(item) if item is not None else None
+    if not isinstance(rid, str) or not _ID.fullmatch(rid):
+        raise _not_found(rid[:40] if isinstance(rid, str) else repr(rid)[:40])
+    namespace = results_namespace(layout, scope)
+    (item,) = yield [GetOp(namespace, rid)]
+    owned = item is not None and is_owned(item, namespace, scope)
+    found = StoredResult.from_item(item) if item is not None and owned else None
     if found is None:
         raise _not_found(rid)
     return found
@@ -140,11 +147,12 @@ def list_results_steps(
     moment = _since(since)
     if not 1 <= limit <= 100:
         raise InvalidFilterError(f"limit must be from 1 to 100, got {limit}")
-    (items,) = yield [SearchOp(layout.namespace(Compartment.RESULTS, scope), limit=scan)]
+    namespace = results_namespace(layout, scope)
+    (items,) = yield [SearchOp(namespace, limit=scan)]
     needle = text.lower() if text else None
     found: list[StoredResult] = []
     for item in items:
-        result = StoredResult.from_item(item)
+        result = StoredResult.from_item(item) if is_owned(item, namespace, scope) else None
         if result is None or (tool and result.tool != tool) or (moment and result.created_at < moment):
             continue
         if needle and needle not in f"{result.tool}\n{result.args}\n{result.content}".lower():
@@ -183,6 +191,8 @@ def transform_result(
     head = f"result {result.id} (tool {quote(result.tool)}, {result.chars} characters)"
     if result.truncated:
         head += f", stored cut to its first {len(text)} characters"
+    if result.cleaned:
+        head += f", cleaned: {result.cleaned}"
     if transform == "full":
         body, pages = page_of(text, page, page_tokens, model=model)
         more = f'; next: retrieve_result(id="{result.id}", page={page + 1})' if page < pages else ""

@@ -1,12 +1,19 @@
 """Tool results as memory: stored once with an id, shown once in a first view, then compacted to a citation.
 
 A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
-exclude lists allow) is written to the ``results`` compartment, thread-scoped
-and with a TTL, under a short id derived from its tool-call id (so a replay
-writes nothing new), as a :class:`~langmem_plugin.core.record.MemoryRecord` of
-kind ``tool_result`` with the tool, its arguments and its size. A result longer
-than the compartment's ``max_chars`` (:class:`~langmem_plugin.services.layout.MemoryLayout`
-limits) is stored cut to it, and says so when read back.
+exclude lists allow) is written to the ``results`` compartment, owned by the run's
+user and exact thread (:mod:`~langmem_plugin.services.context.result_store`:
+``(..., "results", thread_id, "user", user_id)``) and with a TTL, under a short id
+derived from its tool-call id (so a replay writes nothing new), as a
+:class:`~langmem_plugin.core.record.MemoryRecord` of kind ``tool_result`` with the tool,
+its arguments and its size. A result longer than the compartment's ``max_chars``
+(:class:`~langmem_plugin.services.layout.MemoryLayout` limits), or than a store takes,
+is stored cut to it, and says so when shown and read back.
+
+Whatever a tool returns never stops the run: text blocks of a list are read as text (other
+blocks are left alone), a lone surrogate is stored and shown as U+FFFD (and the view says so),
+a 10 MB result is counted in part and stored cut, JSON nested 10,000 deep is described as
+text, and a result no store takes is left as the tool returned it.
 
 What the model sees of a stored result (:func:`results_view`):
 
@@ -33,7 +40,7 @@ and kept verbatim, so the prompt prefix stays byte-identical from call to call
 (the provider's prompt cache keeps working) and a second pass changes nothing.
 The checkpointed messages are never rewritten: only the copy the model sees is.
 
-Sub-agents: a subgraph run under the parent's config (same ``thread_id``) whose
+Sub-agents: a subgraph run under the parent's config (same ``thread_id`` and ``user_id``) whose
 ``Memory`` has the same layout shares the parent's stored results — each side's
 ``retrieve_result`` reads what the other stored. Give the sub-agent its own
 results template to isolate it:
@@ -53,10 +60,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langgraph.store.base import GetOp, Item, PutOp
 
 from langmem_plugin.core.fence import quote
-from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -65,6 +70,8 @@ from langmem_plugin.services.context.compactors import (
     compact,
     head_tokens,
 )
+from langmem_plugin.services.context.patterns import without_surrogates
+from langmem_plugin.services.context.result_store import PendingResult, store_results_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
 
@@ -87,6 +94,7 @@ __all__ = [
 RESULT_TOOL_NAMES = ("retrieve_result", "query_results")
 
 _MAX_ARGS_CHARS = 400
+_COUNTED_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -173,59 +181,40 @@ def result_id(tool_call_id: str) -> str:
 
 
 def _text(message: BaseMessage) -> str:
-    return message.text if isinstance(message.text, str) else str(message.content)
+    """The text of a message: its string content, or the text blocks of a list (others are skipped)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "".join(parts)
+
+
+def _clean(text: str) -> str:
+    return without_surrogates(text)[0]
 
 
 def _args_text(args: Any) -> str:
-    text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    """The arguments of a call as short JSON text; ones too deep to write are said to be."""
+    try:
+        text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    except (ValueError, TypeError, RecursionError):
+        text = "<arguments nested too deep to show>"
+    text = _clean(text)
     return text if len(text) <= _MAX_ARGS_CHARS else text[: _MAX_ARGS_CHARS - 1] + "…"
 
 
-@dataclass(frozen=True)
-class PendingResult:
-    """A tool result to store: its ids, tool, arguments and text."""
-
-    tool_call_id: str
-    id: str
-    tool: str
-    args: str
-    text: str
-    tokens: int
-
-    def entry(self) -> dict[str, Any]:
-        """What the ``tool_results`` state key keeps of it (small, JSON)."""
-        return {
-            "id": self.id,
-            "tool": self.tool,
-            "args": self.args,
-            "chars": len(self.text),
-            "tokens": self.tokens,
-        }
-
-    def value(self, max_chars: int) -> dict[str, Any]:
-        """The store value: a ``tool_result`` memory record."""
-        content = self.text[:max_chars]
-        metadata = {
-            "result_id": self.id,
-            "tool": self.tool[:200],
-            "tool_call_id": self.tool_call_id[:500],
-            "args": self.args,
-            "chars": str(len(self.text)),
-            "tokens": str(self.tokens),
-        }
-        if len(content) < len(self.text):
-            metadata["truncated"] = "true"
-        record = MemoryRecord.validate_value(
-            {
-                "content": content,
-                "category": "tool_results",
-                "kind": MemoryKind.TOOL_RESULT,
-                "source": f"tool:{self.tool[:200]}",
-                "metadata": metadata,
-            },
-            max_content_chars=max_chars,
-        )
-        return record.to_value()
+def _count(text: str, model: str | None) -> tuple[int, bool]:
+    """The tokens of ``text``, and whether that is an estimate: past :data:`_COUNTED_CHARS`
+    characters, the count of that prefix scaled to the length (a tokenizer takes seconds on 10 MB)."""
+    if len(text) <= _COUNTED_CHARS:
+        return count_tokens(text, model=model), False
+    counted = count_tokens(text[:_COUNTED_CHARS], model=model)
+    return max(counted, round(counted * len(text) / _COUNTED_CHARS)), True
 
 
 def pending_results(
@@ -246,45 +235,26 @@ def pending_results(
             continue
         call = calls.get(message.tool_call_id, {})
         tool = str(message.name or call.get("name") or "unknown")
-        text = _text(message)
-        if message.status == "error" or len(text) < config.min_chars or not text.strip():
+        raw = _text(message)
+        if message.status == "error" or len(raw) < config.min_chars or not raw.strip():
             continue
         if not config.stores(tool):
             continue
+        text, cleaned = without_surrogates(raw)
+        tokens, estimated = _count(text, model)
         pending.append(
             PendingResult(
                 tool_call_id=message.tool_call_id,
                 id=result_id(message.tool_call_id),
-                tool=tool,
+                tool=_clean(tool),
                 args=_args_text(call.get("args", {})),
                 text=text,
-                tokens=count_tokens(text, model=model),
+                tokens=tokens,
+                cleaned=cleaned,
+                estimated=estimated,
             )
         )
     return pending
-
-
-def store_results_steps(
-    scope: Scope,
-    layout: MemoryLayout,
-    pending: Sequence[PendingResult],
-    *,
-    max_chars: int,
-    ttl: float | None = None,
-) -> StoreSteps[dict[str, dict[str, Any]]]:
-    """Write ``pending`` results that are not in the store yet; the ``tool_results`` entries."""
-    if not pending:
-        return {}
-    namespace = layout.namespace(Compartment.RESULTS, scope)
-    found: list[Item | None] = yield [GetOp(namespace, p.id, refresh_ttl=False) for p in pending]
-    puts = [
-        PutOp(namespace, p.id, p.value(max_chars), index=False, ttl=ttl)
-        for p, item in zip(pending, found, strict=True)
-        if item is None
-    ]
-    if puts:
-        yield puts
-    return {p.tool_call_id: p.entry() for p in pending}
 
 
 # -- what the model sees ------------------------------------------------------------------------
@@ -297,18 +267,34 @@ def full_view(text: str, entry: Mapping[str, Any], config: ResultsConfig, *, mod
     read the rest with ``retrieve_result`` (from where the view stops, page by page, or in part).
     """
     rid = entry["id"]
+    text = _clean(text)
     shown = head_tokens(text, config.full_tokens, model=model)
     if shown is None:
         return (
-            f"{text}\n[result {rid} stored ({entry['chars']} characters); "
+            f"{text}\n[result {rid} stored ({entry['chars']} characters){_notes(entry)}; "
             f'retrieve_result(id="{rid}") reads it again]'
         )
     return (
-        f"{shown}\n[result {rid} continues: its first {config.full_tokens} of {entry['tokens']} tokens "
-        f'are shown. Read on: retrieve_result(id="{rid}", transform="excerpt", start={len(shown)}); or '
+        f"{shown}\n[result {rid} continues: its first {config.full_tokens} of {_tokens(entry)} tokens "
+        f"are shown{_notes(entry)}. Read on: "
+        f'retrieve_result(id="{rid}", transform="excerpt", start={len(shown)}); or '
         f'transform="full" (page=1, 2, ...), "filtered" (pattern= or path=), "first_n" / "last_n" (n=), '
         '"summary"]'
     )
+
+
+def _tokens(entry: Mapping[str, Any]) -> str:
+    return f"about {entry['tokens']}" if entry.get("estimated") else str(entry["tokens"])
+
+
+def _notes(entry: Mapping[str, Any]) -> str:
+    """What the store holds differs from what the tool returned: how (``""`` when it does not)."""
+    notes = []
+    if entry.get("stored_chars") is not None:
+        notes.append(f"only its first {entry['stored_chars']} characters are stored")
+    if entry.get("cleaned"):
+        notes.append(f"{entry['cleaned']} lone surrogates (not valid text) were replaced with U+FFFD")
+    return "".join(f"; {note}" for note in notes)
 
 
 def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
@@ -318,10 +304,10 @@ def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
     (:func:`~langmem_plugin.services.recall.rank.quote`), so none can open or close a prompt fence.
     """
     rid = entry["id"]
-    about = compact(text, config.summary_chars, tool=entry["tool"], compactors=config.compactors)
+    about = compact(_clean(text), config.summary_chars, tool=entry["tool"], compactors=config.compactors)
     return (
         f"[result {rid} compacted: tool {quote(str(entry['tool']))}, args {quote(str(entry['args']))}, "
-        f"{entry['chars']} characters, {entry['tokens']} tokens]\n"
+        f"{entry['chars']} characters, {_tokens(entry)} tokens{_notes(entry)}]\n"
         f"about: {quote(about)}\n"
         f'more: retrieve_result(id="{rid}", transform=full|excerpt|first_n|last_n|filtered|summary)'
     )
@@ -414,7 +400,8 @@ def results_update_steps(
         messages: the conversation in state (not changed).
         stored: the ``tool_results`` state value.
         compacted: the ``compacted`` state value.
-        scope: whose results (``thread_id``).
+        scope: whose results (``user_id`` and ``thread_id``:
+            :func:`~langmem_plugin.services.context.result_store.results_namespace`).
         layout: where the results compartment lives.
         config: what is stored and when it is compacted.
         keys: the state keys of ``tool_results`` and ``compacted``.

@@ -1,13 +1,17 @@
 """Plan mode: the plan in graph state, by thread.
 
+- :mod:`.schema`: the plan's typed dicts, its limits, the checks of its texts and step ids.
 - :mod:`.state`: the plan, its operations and the reducer that applies them.
 - :mod:`.render`: the plan as the model and a reader see it, and archiving finished plans.
+- :mod:`.calls`: the plan tool calls of one model message replayed in order, so each answer
+  says what the merge of their writes does.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """
 
 from __future__ import annotations
 
+from langmem_plugin.services.plan.calls import PLAN_CALLS, CallOutcome, PlanCall, answer, replay_calls
 from langmem_plugin.services.plan.render import (
     archive_key,
     archive_steps,
@@ -32,13 +36,17 @@ from langmem_plugin.services.plan.state import (
 )
 
 __all__ = [
+    "PLAN_CALLS",
+    "CallOutcome",
     "Plan",
+    "PlanCall",
     "PlanConfig",
     "PlanOp",
     "PlanState",
     "PlanUpdate",
     "add_note_op",
     "add_step_op",
+    "answer",
     "apply_op",
     "archive_key",
     "archive_steps",
@@ -49,5 +57,6 @@ __all__ = [
     "plan_prompt_lines",
     "plan_reducer",
     "render_plan",
+    "replay_calls",
     "update_step_op",
 ]

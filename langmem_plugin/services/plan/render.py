@@ -74,6 +74,7 @@ class _Detail:
     step_chars: int | None = None
     show_goal: bool = True
     folded: bool = True  # lines that stand for collapsed or later steps
+    corrections: bool = True  # tool answers the merge contradicted (see Plan.corrections)
 
 
 def _details(plan: Plan) -> Iterator[_Detail]:
@@ -103,7 +104,9 @@ def _details(plan: Plan) -> Iterator[_Detail]:
     for chars in (200, 80, 30):
         d = dataclasses.replace(d, goal_chars=chars, step_chars=chars)
         yield d
-    yield dataclasses.replace(d, show_goal=False)
+    d = dataclasses.replace(d, show_goal=False)
+    yield d
+    yield dataclasses.replace(d, corrections=False)
 
 
 def _lines(plan: Plan, d: _Detail) -> list[str]:
@@ -148,7 +151,12 @@ def _lines(plan: Plan, d: _Detail) -> list[str]:
         "notes:",
         *(f"- ({n['at'][:16] or '?'}) {quote(_short(n['text'], d.step_chars))}" for n in notes),
     ]
-    return [*top, *head, *body, *(tail if notes else [])]
+    fixes = plan["corrections"] if d.corrections else []
+    fixed = [
+        "corrections (answers to your last plan tool calls that did not hold):",
+        *(f"- {quote(_short(c['text'], d.step_chars))}" for c in fixes),
+    ]
+    return [*top, *(fixed if fixes else []), *head, *body, *(tail if notes else [])]
 
 
 def plan_prompt_lines(

@@ -1,4 +1,4 @@
-"""The agent's plan: typed state, its operations, a reducer, the prompt section and the archive.
+"""The agent's plan: its operations, the reducer that merges them, and reading what is in state.
 
 "Plan" here means one thing only: the plan an agent keeps in graph state (``state["plan"]``),
 persisted by the graph's checkpointer under the run's ``thread_id``. This module is pure
@@ -6,18 +6,21 @@ logic, no I/O:
 
 - **State** — :class:`Plan` (a goal, :class:`PlanStep` items with ids, status, notes and
   times, timestamped context notes, a short history), plain JSON-able dicts that every
-  checkpointer serialises. :class:`PlanState` is the state mixin with the ``plan`` key.
+  checkpointer serialises (the types and the checks of texts and step ids live in
+  :mod:`.schema`). :class:`PlanState` is the state mixin with the ``plan`` key.
 - **Operations** — :func:`new_plan`, then ops made against the current plan
   (:func:`add_step_op`, :func:`update_step_op`, :func:`add_note_op`, :func:`complete_op`)
   and :func:`apply_op`, which returns a new plan or raises
-  :class:`~langmem_plugin.errors.PlanError` (an unknown step id, a transition
-  :data:`TRANSITIONS` does not allow, an op made for another plan, a text too long).
+  :class:`~langmem_plugin.errors.PlanError` (an unknown or malformed step id, a transition
+  :data:`TRANSITIONS` does not allow, an op made for another plan, a blank or too long text).
 - **Reducer** — :func:`plan_reducer` merges updates of the ``plan`` key: a
   :class:`PlanPatch` (a list of ops, each carrying the ids it acts on) is applied to the
   plan *as it is now*, so two tool calls of one step (parallel tool calls) both stick;
   a whole :class:`Plan` sets the plan; ``None`` clears it. The reducer never raises for
-  an op that no longer applies (a parallel op got there first): it is skipped and noted
-  in the plan's history.
+  an op that no longer applies: it is skipped and noted in the plan's history, and when a
+  tool call made it (its answer said it applied) in :attr:`Plan.corrections` too, which the
+  model sees with the plan. The plan tools replay the calls of a model message in order
+  (:mod:`.calls`), so in a graph their answers already say what the merge does.
 - **Prompt and archive** — :mod:`langmem_plugin.services.plan.render`: the plan section
   within a token budget, and the archived plan (a memory of kind ``plan``).
 
@@ -36,18 +39,41 @@ logic, no I/O:
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
+from typing import Annotated, Any, Literal, cast
 
 from typing_extensions import TypedDict  # pydantic (state schemas) needs it before Python 3.12
 
-from langmem_plugin.core.record import utc_now
+from langmem_plugin.core.fence import quote
 from langmem_plugin.errors import ConfigurationError, PlanError
+from langmem_plugin.services.plan.schema import (
+    MAX_CONTEXT_NOTES,
+    MAX_CORRECTIONS,
+    MAX_FINISHED,
+    MAX_HISTORY,
+    MAX_STEP_NOTES,
+    MAX_STEPS,
+    MAX_TEXT_CHARS,
+    PLAN_CATEGORY,
+    STEP_ID_PATTERN,
+    STEP_STATUSES,
+    TRANSITIONS,
+    Plan,
+    PlanCorrection,
+    PlanNote,
+    PlanOp,
+    PlanPatch,
+    PlanStep,
+    PlanUpdate,
+    StepStatus,
+    check_step_id,
+    clip,
+    plan_text,
+    stamp,
+)
 
 __all__ = [
     "MAX_CONTEXT_NOTES",
@@ -58,6 +84,7 @@ __all__ = [
     "TRANSITIONS",
     "Plan",
     "PlanConfig",
+    "PlanCorrection",
     "PlanNote",
     "PlanOp",
     "PlanPatch",
@@ -78,109 +105,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-StepStatus: TypeAlias = Literal["pending", "in_progress", "completed", "skipped", "blocked"]
-#: Every step status.
-STEP_STATUSES: tuple[StepStatus, ...] = get_args(StepStatus)
-
-#: The status a step may move to from each status (``completed`` is final).
-TRANSITIONS: Mapping[StepStatus, frozenset[StepStatus]] = MappingProxyType(
-    {
-        "pending": frozenset({"in_progress", "completed", "skipped", "blocked"}),
-        "in_progress": frozenset({"pending", "completed", "skipped", "blocked"}),
-        "blocked": frozenset({"pending", "in_progress", "skipped"}),
-        "skipped": frozenset({"pending", "in_progress"}),
-        "completed": frozenset(),
-    }
-)
-
-#: The most steps a plan may have.
-MAX_STEPS = 50
-#: The most context notes a plan may have.
-MAX_CONTEXT_NOTES = 50
-#: The most notes one step may have.
-MAX_STEP_NOTES = 20
-#: The longest goal, step description, note or summary, in characters.
-MAX_TEXT_CHARS = 1000
-#: The most history entries kept (the oldest go first).
-MAX_HISTORY = 100
-#: The most completed plans a plan keeps for the archive (see :attr:`Plan.finished`).
-MAX_FINISHED = 10
-#: The category of archived plans in session memory.
-PLAN_CATEGORY = "plans"
-
 _OPEN: frozenset[StepStatus] = frozenset({"pending", "in_progress", "blocked"})
-_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
-
-
-class PlanStep(TypedDict):
-    """One step of a plan."""
-
-    id: str
-    """``s1``, ``s2``, ...: what the tools and the model call the step."""
-    description: str
-    status: StepStatus
-    notes: list[str]
-    """What the agent noted while working on it, oldest first."""
-    updated_at: str
-    """ISO 8601, UTC."""
-
-
-class PlanNote(TypedDict):
-    """A timestamped text: a context note, or an entry of the history."""
-
-    at: str
-    text: str
-
-
-class Plan(TypedDict):
-    """The agent's plan, as it lives in graph state (JSON-able)."""
-
-    id: str
-    goal: str
-    steps: list[PlanStep]
-    notes: list[PlanNote]
-    """Context notes: what the agent learned that the plan should keep."""
-    history: list[PlanNote]
-    """What happened to the plan, newest last (at most :data:`MAX_HISTORY`)."""
-    created_at: str
-    updated_at: str
-    completed_at: str | None
-    is_complete: bool
-    summary: str | None
-    finished: list[Plan]
-    """Completed plans this one replaced before they were archived (the turn service archives
-    them when the run ends; at most :data:`MAX_FINISHED`)."""
-
-
-class PlanOp(TypedDict, total=False):
-    """One change of a plan, made against the plan with id ``plan_id``.
-
-    ``op`` is ``add_step`` (``description``, ``after``, proposed ``step_id``),
-    ``update_step`` (``step_id``, ``status``, ``notes``), ``add_note`` (``note``) or
-    ``complete`` (``summary``); ``at`` is when the op was made (so replaying it gives
-    the same plan).
-    """
-
-    op: Literal["add_step", "update_step", "add_note", "complete"]
-    plan_id: str
-    at: str
-    step_id: str
-    description: str
-    after: str | None
-    status: StepStatus | None
-    notes: str | None
-    note: str
-    summary: str | None
-
-
-class PlanPatch(TypedDict):
-    """An update of the ``plan`` key that applies ``ops`` to the plan as it is when merged."""
-
-    ops: list[PlanOp]
-
-
-#: What may be written to the ``plan`` key: a patch, a whole plan (or a goal), or ``None`` to clear.
-PlanUpdate: TypeAlias = PlanPatch | Plan | str | None
+#: The tool that makes each op (named in a correction).
+_TOOL_OF = {
+    "add_step": "add_plan_step",
+    "update_step": "update_plan_step",
+    "add_note": "add_context_note",
+    "complete": "complete_plan",
+}
 
 
 @dataclass(frozen=True)
@@ -204,22 +136,6 @@ class PlanConfig:
             raise ConfigurationError(f"PlanConfig.lifetime must be 'session' or 'run', got {self.lifetime!r}")
 
 
-def _stamp(now: datetime | None = None) -> str:
-    return (now or utc_now()).isoformat(timespec="seconds")
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise PlanError(f"{what} must be a non-empty text, got {value!r}")
-    text = value.strip()
-    if len(text) > MAX_TEXT_CHARS:
-        raise PlanError(
-            f"{what} is {len(text)} characters, more than {MAX_TEXT_CHARS}; shorten it "
-            "(keep details in a context note or in memory)"
-        )
-    return text
-
-
 def _event(plan: Plan, at: str, text: str) -> list[PlanNote]:
     return [*plan["history"], PlanNote(at=at, text=text)][-MAX_HISTORY:]
 
@@ -233,20 +149,24 @@ def new_plan(
 ) -> Plan:
     """A new plan: ``goal`` and ``steps`` (descriptions, all pending, ids ``s1``, ``s2``, ...).
 
+    A plan may have no steps (a goal alone); steps are added later with :func:`add_step_op`.
+
     Raises:
-        PlanError: an empty goal or step, a text over :data:`MAX_TEXT_CHARS`, more than
-            :data:`MAX_STEPS` steps.
+        PlanError: a blank goal or step (see :func:`~.schema.plan_text`), a text over
+            :data:`MAX_TEXT_CHARS`, more than :data:`MAX_STEPS` steps, steps that are not a list of
+            texts, a ``plan_id`` that is not letters, digits, ``_`` and ``-``.
     """
-    goal = _text(goal, "the goal")
-    if isinstance(steps, str):
-        raise PlanError("steps must be a list of step descriptions, got one text")
+    goal = plan_text(goal, "the goal")
+    if isinstance(steps, str | bytes) or not isinstance(steps, Sequence):
+        raise PlanError(f"steps must be a list of step descriptions, got {clip(steps)}")
     if len(steps) > MAX_STEPS:
         raise PlanError(f"a plan has at most {MAX_STEPS} steps, got {len(steps)}; group them")
-    at = _stamp(now)
-    made = [_step(f"s{i}", _text(d, f"step {i}"), at) for i, d in enumerate(steps, start=1)]
-    plan_id = plan_id or uuid.uuid4().hex[:8]
+    if plan_id is not None and not (isinstance(plan_id, str) and STEP_ID_PATTERN.fullmatch(plan_id)):
+        raise PlanError(f"a plan id has only letters, digits, '_' and '-' (at most 40), got {clip(plan_id)}")
+    at = stamp(now)
+    made = [_step(f"s{i}", plan_text(d, f"step {i}"), at) for i, d in enumerate(steps, start=1)]
     return Plan(
-        id=plan_id,
+        id=plan_id or uuid.uuid4().hex[:8],
         goal=goal,
         steps=made,
         notes=[],
@@ -257,6 +177,7 @@ def new_plan(
         is_complete=False,
         summary=None,
         finished=[],
+        corrections=[],
     )
 
 
@@ -269,26 +190,37 @@ def _next_id(plan: Plan) -> str:
 
 
 def _find(plan: Plan, step_id: Any) -> int:
-    wanted = str(step_id).strip()
-    for candidate in (wanted, f"s{wanted}"):
-        for index, step in enumerate(plan["steps"]):
-            if step["id"] == candidate:
-                return index
-    ids = ", ".join(s["id"] for s in plan["steps"]) or "none"
-    raise PlanError(f"the plan has no step {step_id!r}; its steps are: {ids}")
+    """The index of step ``step_id`` (exactly; see :func:`~.schema.check_step_id`)."""
+    found = check_step_id(step_id, [s["id"] for s in plan["steps"]])
+    return next(i for i, step in enumerate(plan["steps"]) if step["id"] == found)
+
+
+def _op(plan: Plan, now: datetime | None, call_id: str | None, batch: str | None, **fields: Any) -> PlanOp:
+    op = cast(PlanOp, {"plan_id": plan["id"], "at": stamp(now), **fields})
+    if call_id:
+        op["call_id"] = call_id
+    if batch:
+        op["batch"] = batch
+    return op
 
 
 def add_step_op(
-    plan: Plan, description: str, *, after: str | None = None, now: datetime | None = None
+    plan: Plan,
+    description: str,
+    *,
+    after: str | None = None,
+    now: datetime | None = None,
+    call_id: str | None = None,
+    batch: str | None = None,
 ) -> PlanOp:
-    """An op that adds a pending step at the end, or after step ``after``."""
-    return PlanOp(
-        op="add_step",
-        plan_id=plan["id"],
-        at=_stamp(now),
-        step_id=_next_id(plan),
-        description=description,
-        after=after,
+    """An op that adds a pending step at the end, or after step ``after``; it proposes the id the
+    step gets when the plan is still ``plan`` when the op is applied.
+
+    ``call_id`` and ``batch`` name the tool call that made it and its model message (see
+    :attr:`Plan.corrections`); the other op makers take them too.
+    """
+    return _op(
+        plan, now, call_id, batch, op="add_step", step_id=_next_id(plan), description=description, after=after
     )
 
 
@@ -299,35 +231,50 @@ def update_step_op(
     status: StepStatus | None = None,
     notes: str | None = None,
     now: datetime | None = None,
+    call_id: str | None = None,
+    batch: str | None = None,
 ) -> PlanOp:
     """An op that moves step ``step_id`` to ``status`` and/or adds a note to it."""
-    return PlanOp(
-        op="update_step", plan_id=plan["id"], at=_stamp(now), step_id=step_id, status=status, notes=notes
-    )
+    return _op(plan, now, call_id, batch, op="update_step", step_id=step_id, status=status, notes=notes)
 
 
-def add_note_op(plan: Plan, note: str, *, now: datetime | None = None) -> PlanOp:
+def add_note_op(
+    plan: Plan,
+    note: str,
+    *,
+    now: datetime | None = None,
+    call_id: str | None = None,
+    batch: str | None = None,
+) -> PlanOp:
     """An op that adds a timestamped context note to the plan."""
-    return PlanOp(op="add_note", plan_id=plan["id"], at=_stamp(now), note=note)
+    return _op(plan, now, call_id, batch, op="add_note", note=note)
 
 
-def complete_op(plan: Plan, summary: str | None = None, *, now: datetime | None = None) -> PlanOp:
+def complete_op(
+    plan: Plan,
+    summary: str | None = None,
+    *,
+    now: datetime | None = None,
+    call_id: str | None = None,
+    batch: str | None = None,
+) -> PlanOp:
     """An op that completes the plan; its open steps are marked ``skipped`` (with a note)."""
-    return PlanOp(op="complete", plan_id=plan["id"], at=_stamp(now), summary=summary)
+    return _op(plan, now, call_id, batch, op="complete", summary=summary)
 
 
 def _add_step(plan: Plan, op: PlanOp, at: str) -> Plan:
     if len(plan["steps"]) >= MAX_STEPS:
         raise PlanError(f"the plan already has {MAX_STEPS} steps, the most it may have")
-    description = _text(op.get("description"), "the step description")
+    description = plan_text(op.get("description"), "the step description")
     steps = list(plan["steps"])
     position = len(steps)
     after = op.get("after")
-    if after not in (None, ""):
+    if after is not None and after != "":
         position = _find(plan, after) + 1
     proposed = op.get("step_id")
     taken = {s["id"] for s in steps}
-    step_id = proposed if isinstance(proposed, str) and proposed not in taken else _next_id(plan)
+    fits = isinstance(proposed, str) and STEP_ID_PATTERN.fullmatch(proposed) and proposed not in taken
+    step_id = cast(str, proposed) if fits else _next_id(plan)
     steps.insert(position, _step(step_id, description, at))
     where = f" after {steps[position - 1]['id']}" if position < len(steps) - 1 and position else ""
     return {**plan, "steps": steps, "history": _event(plan, at, f"added {step_id}{where}")}
@@ -342,8 +289,10 @@ def _update_step(plan: Plan, op: PlanOp, at: str) -> Plan:
     changed: PlanStep = {**step, "updated_at": at}
     events: list[str] = []
     if status is not None and status != step["status"]:
-        if status not in STEP_STATUSES:
-            raise PlanError(f"unknown status {status!r}; a step status is one of {', '.join(STEP_STATUSES)}")
+        if not isinstance(status, str) or status not in STEP_STATUSES:
+            raise PlanError(
+                f"unknown status {clip(status)}; a step status is one of {', '.join(STEP_STATUSES)}"
+            )
         allowed = TRANSITIONS[step["status"]]
         if status not in allowed:
             could = ", ".join(sorted(allowed)) or "nothing (it is final)"
@@ -353,10 +302,10 @@ def _update_step(plan: Plan, op: PlanOp, at: str) -> Plan:
             )
         changed["status"] = status
         events.append(f"{step['id']} {step['status']} -> {status}")
-    if note not in (None, ""):
+    if note is not None and note != "":
         if len(step["notes"]) >= MAX_STEP_NOTES:
             raise PlanError(f"step {step['id']} already has {MAX_STEP_NOTES} notes; add a context note")
-        changed["notes"] = [*step["notes"], _text(note, "the step note")]
+        changed["notes"] = [*step["notes"], plan_text(note, "the step note")]
         events.append(f"{step['id']} noted")
     steps = list(plan["steps"])
     steps[index] = changed
@@ -366,13 +315,13 @@ def _update_step(plan: Plan, op: PlanOp, at: str) -> Plan:
 def _add_note(plan: Plan, op: PlanOp, at: str) -> Plan:
     if len(plan["notes"]) >= MAX_CONTEXT_NOTES:
         raise PlanError(f"the plan already has {MAX_CONTEXT_NOTES} context notes; save the rest in memory")
-    note = PlanNote(at=at, text=_text(op.get("note"), "the note"))
+    note = PlanNote(at=at, text=plan_text(op.get("note"), "the note"))
     return {**plan, "notes": [*plan["notes"], note], "history": _event(plan, at, "context note added")}
 
 
 def _complete(plan: Plan, op: PlanOp, at: str) -> Plan:
     summary = op.get("summary")
-    summary = _text(summary, "the summary") if summary not in (None, "") else None
+    summary = plan_text(summary, "the summary") if summary is not None and summary != "" else None
     steps: list[PlanStep] = []
     left: list[str] = []
     for step in plan["steps"]:
@@ -405,14 +354,16 @@ def apply_op(plan: Plan | None, op: PlanOp) -> Plan:
     if plan is None:
         raise PlanError("there is no plan yet; create one with a goal and steps first")
     kind = op.get("op")
-    apply = _APPLY.get(str(kind))
+    apply = _APPLY.get(kind) if isinstance(kind, str) else None
     if apply is None:
-        raise PlanError(f"unknown plan op {kind!r}; the ops are {', '.join(_APPLY)}")
+        raise PlanError(f"unknown plan op {clip(kind)}; the ops are {', '.join(_APPLY)}")
     if op.get("plan_id") != plan["id"]:
-        raise PlanError(f"the op was made for plan {op.get('plan_id')!r}, the current plan is {plan['id']!r}")
+        raise PlanError(
+            f"the op was made for plan {clip(op.get('plan_id'))}, the current plan is {plan['id']!r}"
+        )
     if plan["is_complete"]:
         raise PlanError(f"plan {plan['id']} is complete; create a new plan for new work")
-    at = str(op.get("at") or _stamp())
+    at = str(op.get("at") or stamp())
     changed = apply(plan, op, at)
     changed["updated_at"] = at
     return changed
@@ -437,7 +388,7 @@ def _as_step(value: Any, index: int, at: str) -> PlanStep | None:
     status = value.get("status")
     notes = value.get("notes")
     return PlanStep(
-        id=step_id if isinstance(step_id, str) and _ID.fullmatch(step_id) else f"s{index}",
+        id=step_id if isinstance(step_id, str) and STEP_ID_PATTERN.fullmatch(step_id) else f"s{index}",
         description=_clip(text),
         status=status if status in STEP_STATUSES else "pending",
         notes=[_clip(n) for n in notes if n] if isinstance(notes, list) else [],
@@ -453,6 +404,15 @@ def _as_notes(value: Any) -> list[PlanNote]:
         elif isinstance(note, str) and note.strip():
             notes.append(PlanNote(at="", text=_clip(note)))
     return notes
+
+
+def _as_corrections(value: Any) -> list[PlanCorrection]:
+    found = [
+        PlanCorrection(at=str(c.get("at") or ""), text=_clip(c["text"]), batch=str(c.get("batch") or ""))
+        for c in (value if isinstance(value, list) else [])
+        if isinstance(c, Mapping) and c.get("text")
+    ]
+    return found[-MAX_CORRECTIONS:]
 
 
 def as_plan(value: Any) -> Plan | None:
@@ -475,7 +435,7 @@ def as_plan(value: Any) -> Plan | None:
     goal = value.get("goal") or value.get("objective")
     if not goal:
         return None
-    at = str(value.get("created_at") or _stamp())
+    at = str(value.get("created_at") or stamp())
     steps: list[PlanStep] = []
     for index, item in enumerate(value.get("steps") or value.get("todos") or [], start=1):
         step = _as_step(item, index, at)
@@ -495,7 +455,7 @@ def as_plan(value: Any) -> Plan | None:
     completed_at = value.get("completed_at")
     summary = value.get("summary")
     return Plan(
-        id=plan_id if isinstance(plan_id, str) and _ID.fullmatch(plan_id) else "p0",
+        id=plan_id if isinstance(plan_id, str) and STEP_ID_PATTERN.fullmatch(plan_id) else "p0",
         goal=_clip(goal),
         steps=steps,
         notes=_as_notes(value.get("notes")),
@@ -506,21 +466,63 @@ def as_plan(value: Any) -> Plan | None:
         is_complete=bool(value.get("is_complete")),
         summary=_clip(summary) if summary else None,
         finished=[p for f in finished if (p := as_plan(f)) is not None and p["is_complete"]][-MAX_FINISHED:],
+        corrections=_as_corrections(value.get("corrections")),
     )
 
 
+def _correct(plan: Plan, op: Mapping[str, Any], at: str, text: str) -> Plan:
+    """``plan`` with ``text`` in its history, and — when a tool call made ``op``, so that its answer
+    said it applied — in its corrections."""
+    call, batch = op.get("call_id"), op.get("batch")
+    if not isinstance(call, str) or not isinstance(batch, str):
+        return {**plan, "history": _event(plan, at, text)}
+    said = f"call {call} ({_TOOL_OF.get(str(op.get('op')), 'plan tool')}), answered as applied: {text}"
+    correction = PlanCorrection(at=at, text=said, batch=batch)
+    corrections = [*plan["corrections"], correction][-MAX_CORRECTIONS:]
+    return {**plan, "history": _event(plan, at, said), "corrections": corrections}
+
+
 def _apply_leniently(plan: Plan | None, ops: Any) -> Plan | None:
+    """``ops`` applied in order; one that no longer applies is skipped and noted (see :func:`_correct`)."""
     for op in ops if isinstance(ops, list) else []:
         if not isinstance(op, Mapping):
             continue
+        batch = op.get("batch")
+        if plan is not None and isinstance(batch, str) and op.get("plan_id") == plan["id"]:
+            # a later model message: the model has seen the corrections of the earlier one
+            plan = {**plan, "corrections": [c for c in plan["corrections"] if c["batch"] == batch]}
+        at = str(op.get("at") or stamp())
         try:
-            plan = apply_op(plan, cast(PlanOp, op))
-        except PlanError as exc:  # a parallel op got there first: keep the plan, say so
+            changed = apply_op(plan, cast(PlanOp, op))
+        except PlanError as exc:  # a parallel write got there first: keep the plan, say so
             logger.info("plan op %s skipped: %s", op.get("op"), exc)
             if plan is not None and op.get("plan_id") == plan["id"]:
-                at = str(op.get("at") or _stamp())
-                plan = {**plan, "history": _event(plan, at, f"skipped {op.get('op')}: {exc}")}
+                plan = _correct(plan, op, at, f"skipped {op.get('op')}: {exc}")
+            continue
+        if plan is not None and op.get("op") == "add_step":
+            added = ({s["id"] for s in changed["steps"]} - {s["id"] for s in plan["steps"]}).pop()
+            if added != op.get("step_id"):
+                said = f"step id {clip(op.get('step_id'))} was taken; the step is {added}"
+                changed = _correct(changed, op, at, said)
+        plan = changed
     return plan
+
+
+def _replaced(old: Plan, new: Plan) -> Plan:
+    """``new`` as it replaces ``old``: a completed ``old`` waits in ``finished`` for the archive;
+    an active one is dropped, with a trace in ``new``'s history."""
+    if old["id"] == new["id"]:
+        return new
+    if old["is_complete"]:
+        replaced: Plan = {**old, "finished": []}
+        waiting = [*old["finished"], replaced, *new["finished"]]
+        return {**new, "finished": waiting[-MAX_FINISHED:]}
+    done = sum(s["status"] == "completed" for s in old["steps"])
+    trace = (
+        f"replaced plan {old['id']} ({quote(old['goal'][:80])}, {done} of {len(old['steps'])} steps done), "
+        "which was not complete"
+    )
+    return {**new, "history": _event(new, new["created_at"], trace)}
 
 
 def plan_reducer(current: Any, update: Any) -> Plan | None:
@@ -528,9 +530,12 @@ def plan_reducer(current: Any, update: Any) -> Plan | None:
 
     - a :class:`PlanPatch` (``{"ops": [...]}``): each op applied in order to the plan as it
       is now, so updates written in the same step (parallel tool calls) all stick; an op
-      that no longer applies is skipped and noted in the plan's ``history``;
+      that no longer applies is skipped and noted in the plan's ``history`` — and, when a tool
+      call made it, in its ``corrections``, which the model sees with the plan; an added step
+      whose proposed id was taken gets the next free id, reported the same way;
     - a whole :class:`Plan` (or a goal as a string): it becomes the plan; a completed plan it
-      replaces is kept in its ``finished`` list until the turn service archives it;
+      replaces is kept in its ``finished`` list until the turn service archives it; an active
+      plan it replaces is dropped, with a trace in the new plan's history;
     - ``None``: the plan is cleared.
 
     Raises:
@@ -544,13 +549,9 @@ def plan_reducer(current: Any, update: Any) -> Plan | None:
         found = as_plan(update)
         if found is not None:
             old = as_plan(current)
-            if old is not None and old["is_complete"] and old["id"] != found["id"]:
-                replaced: Plan = {**old, "finished": []}
-                waiting = [*old["finished"], replaced, *found["finished"]]
-                found["finished"] = waiting[-MAX_FINISHED:]  # a new dict from as_plan
-            return found
+            return found if old is None else _replaced(old, found)
     raise PlanError(
-        f"cannot update the plan with {update!r}: write a patch {{'ops': [...]}}, a plan with a goal, "
+        f"cannot update the plan with {clip(update)}: write a patch {{'ops': [...]}}, a plan with a goal, "
         "or None to clear it"
     )
 

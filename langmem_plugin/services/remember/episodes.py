@@ -32,6 +32,7 @@ from datetime import datetime
 
 from langgraph.store.base import GetOp, PutOp
 
+from langmem_plugin.core.bounded import Bound
 from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
@@ -42,7 +43,8 @@ from langmem_plugin.services.layout import (
     MemoryLayout,
     parse_compartment,
 )
-from langmem_plugin.services.operations import INDEX_FIELDS, episode_room_steps, write_steps
+from langmem_plugin.services.limits import bound_of, bounded_steps
+from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.recall import Passage, join_passages, split_passages
 from langmem_plugin.services.store_steps import StoreSteps
 
@@ -417,6 +419,7 @@ def write_episodes_steps(
     index = list(config.index_fields)
     result = EpisodesWritten()
     ops: list[PutOp] = []
+    bounds: list[Bound | None] = []
     for compartment in config.compartments_for(scope) if compartments is None else compartments:
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
         namespace = layout.namespace(comp, scope)
@@ -431,20 +434,16 @@ def write_episodes_steps(
             }
             result.skipped += len(stored)
             built = [b for b in built if b[0] not in stored]
-        keys = {k for key, _, parts in built for k in (key, *(p for p, _ in parts))}
-        room = yield from episode_room_steps(layout, comp, namespace, keys)
-        if room:
-            logger.info(
-                "%s memory %r is full: %d older episode items make room", comp.value, namespace, len(room)
-            )
-        result.evicted += len(room)
-        ops.extend(room)
+        bounds.append(bound_of(layout, comp, namespace))
         for key, record, parts in built:
             ops.append(PutOp(namespace, key, record.to_value(), index=index))
             ops.extend(PutOp(namespace, k, r.to_value(), index=INDEX_FIELDS) for k, r in parts)
             result.written.append((comp, namespace, key))
             result.passages += len(parts)
-    yield from write_steps(ops)
+    evicted = yield from bounded_steps(ops, bounds)
+    if evicted:
+        logger.info("memory is full: %d older episode items make room", len(evicted))
+    result.evicted += len(evicted)
     return result
 
 

@@ -4,8 +4,11 @@ A history is a list of messages, or a list of sessions of messages with their da
 
     [{"date": "2023-05-08T13:56", "messages": [{"role": "user", "content": "..."}, ...]}, ...]
 
-Messages are LangChain messages or ``{"role", "content"}`` dicts (``"name"`` or ``"speaker"``
-names who spoke; a role other than user/assistant/tool/system is taken as a speaker's name).
+Messages are LangChain messages, ``{"role", "content"}`` dicts (``"name"`` or ``"speaker"``
+names who spoke; with ``per="message"`` a role other than user/assistant/tool/system is taken as
+a speaker's name) or ``(role, content)`` pairs; :mod:`.history_input` has every rule. The whole
+history is read and checked before the first write: a bad message raises
+:class:`~langmem_plugin.errors.ConfigurationError` naming its place, and nothing is written.
 :func:`import_history` cuts the history into episodes exactly as remember does
 (:func:`~langmem_plugin.services.remember.exchanges.episodes_from_messages`: the same keys, fields and
 passages), and writes them with :func:`~langmem_plugin.services.remember.episodes.write_episodes_steps`
@@ -19,19 +22,12 @@ so a replay makes the same keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
@@ -44,6 +40,7 @@ from langmem_plugin.services.remember.episodes import (
     write_episodes_steps,
 )
 from langmem_plugin.services.remember.exchanges import episodes_from_messages
+from langmem_plugin.services.remember.history_input import History, parse_time, read_history
 from langmem_plugin.services.remember.writer import EpisodeWriter, FailedWrite
 from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.services.upkeep import index_thread_ops
@@ -57,14 +54,9 @@ __all__ = [
     "parse_time",
 ]
 
-#: A history: messages, or sessions ``{"date": ..., "messages": [...]}``.
-History: TypeAlias = Sequence[BaseMessage | Mapping[str, Any]]
 Per: TypeAlias = Literal["exchange", "message"]
 
 _PROGRESS_MIN_TURNS = 200
-_ROLES_USER = frozenset({"user", "human"})
-_ROLES_ASSISTANT = frozenset({"assistant", "ai"})
-_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
 
 
 @dataclass
@@ -107,91 +99,12 @@ class ImportReport:
         )
 
 
-def parse_time(value: Any) -> datetime | None:
-    """A session's date as a timezone-aware time (naive: UTC), or ``None`` when it is not one.
-
-    >>> parse_time("2023-05-08T13:56").isoformat(), parse_time("1:56 pm on 8 May, 2023").isoformat()
-    ('2023-05-08T13:56:00+00:00', '2023-05-08T13:56:00+00:00')
-    """
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        for fmt in _DATE_FORMATS:
-            try:
-                parsed = datetime.strptime(text, fmt)
-                break
-            except ValueError:
-                continue
-        else:
-            return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _message(item: BaseMessage | Mapping[str, Any], default_id: str) -> BaseMessage | None:
-    """``item`` as a LangChain message with an id (``None``: a system message, not part of episodes)."""
-    if isinstance(item, BaseMessage):
-        if isinstance(item, SystemMessage):
-            return None
-        return item if item.id else item.model_copy(update={"id": default_id})
-    if not isinstance(item, Mapping):
-        raise ConfigurationError(
-            f"a history message must be a LangChain message or a {{'role', 'content'}} dict, got {item!r}"
-        )
-    role = str(item.get("role") or item.get("type") or "user")
-    content = item.get("content", "")
-    if not isinstance(content, (str, list)):
-        content = str(content)
-    name = item.get("name") or item.get("speaker")
-    ident = str(item.get("id") or default_id)
-    kwargs: dict[str, Any] = {"id": ident, **({"name": str(name)} if name else {})}
-    lowered = role.lower()
-    if lowered == "system":
-        return None
-    if lowered in _ROLES_ASSISTANT:
-        return AIMessage(content, tool_calls=list(item.get("tool_calls") or []), **kwargs)
-    if lowered == "tool":
-        return ToolMessage(content, tool_call_id=str(item.get("tool_call_id") or ""), **kwargs)
-    if lowered not in _ROLES_USER and not name:
-        kwargs["name"] = role  # a speaker's name as the role: a conversation between people
-    return HumanMessage(content, **kwargs)
-
-
-def _sessions(history: History) -> list[tuple[str | None, datetime | None, list[BaseMessage]]]:
-    sessions = [h for h in history if isinstance(h, Mapping) and "messages" in h]
-    if sessions and len(sessions) != len(history):
-        raise ConfigurationError(
-            "a history is either a list of messages or a list of sessions {'date': ..., 'messages': [...]}, "
-            "not both"
-        )
-    if not sessions:
-        sessions = [{"messages": history}]
-        labelled = False
-    else:
-        labelled = True
-    out: list[tuple[str | None, datetime | None, list[BaseMessage]]] = []
-    for s, session in enumerate(sessions, start=1):
-        date = session.get("date")
-        label = str(session.get("id") or date or s) if labelled else None
-        messages = [
-            m
-            for i, item in enumerate(session["messages"], start=1)
-            if (m := _message(item, f"{s}.{i}")) is not None
-        ]
-        out.append((label, parse_time(date), messages))
-    return out
-
-
 def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode]:
     """The episodes of ``history``, as remember would write them (see the module docs)."""
     messages: list[AnyMessage | BaseMessage] = []
     times: list[datetime | None] = []
     labels: list[str | None] = []
-    for label, when, session in _sessions(history):
+    for label, when, session in read_history(history, per=per):
         messages.extend(session)
         times.extend([when] * len(session))
         labels.extend([label] * len(session))
@@ -265,9 +178,13 @@ def _count(report: ImportReport, batch: _Batch, bar: Any) -> None:
         bar.update(batch.size)
 
 
-def _check(scope: Scope, batch_size: int) -> None:
-    if batch_size < 1:
-        raise ConfigurationError(f"batch_size must be at least 1, got {batch_size!r}")
+def _check(scope: Scope, per: Any, batch_size: Any, progress: Any) -> None:
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ConfigurationError(f"batch_size must be an int of at least 1, got {batch_size!r}")
+    if per not in ("exchange", "message"):
+        raise ConfigurationError(f"per must be 'exchange' or 'message', got {per!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
     if not scope.thread_id:
         raise ScopeError(
             "thread_id",
@@ -290,7 +207,7 @@ class _Run:
         progress: bool | None,
     ) -> None:
         layout, config = layout or MemoryLayout(), config or RememberConfig()
-        _check(scope, batch_size)
+        _check(scope, per, batch_size, progress)
         self.started = time.perf_counter()
         episodes = history_episodes(history, per=per)
         self.report = ImportReport(turns=len(episodes))
@@ -336,7 +253,9 @@ def import_history(
 
     Raises:
         ScopeError: ``scope`` has no thread id.
-        ConfigurationError: ``history`` is not a history.
+        ConfigurationError: ``history`` is not a history (:mod:`.history_input`: the place, the value
+            and the fix), or ``per``, ``batch_size`` or ``progress`` is not one of its values;
+            raised before anything is written.
     """
     with _Run(history, scope, layout, config, per, batch_size, progress) as run:
         for batch in run.batches:

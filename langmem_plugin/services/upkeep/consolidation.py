@@ -48,13 +48,13 @@ from langmem_plugin.core.validity import VALID_AT, invalidated, is_current
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.limits import bound_of, bounded_steps
 from langmem_plugin.services.operations import (
     INDEX_FIELDS,
     StoredMemory,
     list_steps,
     new_memory_id,
     to_stored,
-    write_steps,
 )
 from langmem_plugin.services.store_steps import (
     StoreRequest,
@@ -380,6 +380,7 @@ def consolidate_steps(
 
     Raises:
         ScopeError: the scope has no ``user_id``.
+        MemoryLimitError: user memory is full of memories that are not episodes (nothing is written).
     """
     config = config or ConsolidationConfig()
     namespace = layout.namespace(Compartment.USER, scope)
@@ -405,8 +406,8 @@ def consolidate_steps(
         for decision in answer.decisions:
             decisions.setdefault(decision.candidate, []).append(decision)
     puts = _apply(scope, layout, namespace, fresh, decisions, config, result)
-    if puts:
-        yield from write_steps(puts)
+    if puts:  # within user memory's item limit, counted where the data lives (services.limits)
+        yield from bounded_steps(puts, [bound_of(layout, Compartment.USER, namespace)])
     if config.max_memories is not None:
         evicted = yield from evict_steps(
             namespace, config.max_memories, protect=set(result.added), spare=(MemoryKind.EPISODE,)

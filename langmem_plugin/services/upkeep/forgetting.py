@@ -26,13 +26,13 @@ also lists is shared: its namespaces are kept and reported, never deleted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langgraph.store.base import Item, PutOp, SearchOp
 
 from langmem_plugin.core.record import MemoryKind
-from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
+from langmem_plugin.core.scope import NamespaceTemplate, Scope, exact_id, exact_ids, template_keys
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
@@ -215,7 +215,31 @@ def forget_user_steps(
             thread id (default: the layout's session and results compartments).
         history: the history template.
         index: the thread index template.
+
+    Raises:
+        ScopeError: at the call, before any step runs: ``user_id`` is not an id (not a ``str``,
+            empty, a ``.``, a control character: :func:`~langmem_plugin.core.scope.exact_id`), or
+            ``threads`` is not a list of them.
     """
+    user_id = exact_id("user_id", user_id)
+    if threads is None or isinstance(threads, Mapping) or not isinstance(threads, Iterable):
+        raise ScopeError(
+            "thread_id",
+            f"threads must be a list of thread ids, got {type(threads).__name__}. "
+            "Fix: pass threads=['t1', ...], or leave it out.",
+        )
+    thread_ids = exact_ids("thread_id", threads)
+    return _forget_user_steps(user_id, layout, thread_ids, thread_namespaces, history, index)
+
+
+def _forget_user_steps(
+    user_id: str,
+    layout: MemoryLayout,
+    threads: list[str],
+    thread_namespaces: Sequence[NamespaceTemplate] | None,
+    history: NamespaceTemplate,
+    index: NamespaceTemplate,
+) -> StoreSteps[ForgetReport]:
     scope = Scope(user_id=user_id)
     report = ForgetReport(user_id)
     index_ns = scope.namespace(index)
@@ -314,9 +338,9 @@ def delete_threads_steps(
             dict.fromkeys(str(c.value["user_id"]) for c in claims if c.value.get("user_id"))
         )
         for user in users or [None]:
-            scope = Scope(user_id=user, thread_id=thread, agent=layout.default_agent)
             for name, compartment in places:
-                try:
+                try:  # a thread id that cannot be a label (ScopeError) has no namespace of ours
+                    scope = Scope(user_id=user, thread_id=thread, agent=layout.default_agent)
                     namespace = layout.namespace(compartment, scope)
                 except ScopeError as exc:
                     logger.warning("thread %r: %s memory not deleted (%s)", thread, compartment.value, exc)

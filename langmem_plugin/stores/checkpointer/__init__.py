@@ -34,7 +34,14 @@ checkpoint (one commit) per namespace; it is not atomic across them.
 
 One process writes a given store: its in-process indexes do not follow writes
 made by another process to the same checkpointer until that store is reopened
-(several stores can share one saver, each under its own ``name``).
+(several stores can share one saver, each under its own ``name``). Item limits
+are the exception (:mod:`langmem_plugin.core.bounded`): over a ``SqliteSaver``
+on a file, :meth:`CheckpointerStore.write_bounded` runs in one SQLite write
+transaction on the store's own connection to the file (``_sqlite``), reads the
+bounded namespace's checkpoints it had not seen (another store object's,
+another process's) before it counts, and commits its checkpoints together, so
+a compartment's limit holds for every writer of the file. Over any other saver
+``item_limits`` is ``"process"`` and it refuses.
 
 History: :meth:`CheckpointerStore.history` lists every version of an item
 (``value=None`` for a deletion), :meth:`~CheckpointerStore.restore` writes an old
@@ -72,10 +79,12 @@ tens of thousands of items per store; beyond that, use a vector engine (QdrantSt
 The package
 -----------
 ``_store`` (the ``BaseStore`` class and its I/O), ``_batch`` (a batch of ops as
-steps), ``_history`` (history, restore, rollback as steps), ``_log`` (thread
-names, records, checkpoints, the I/O requests), ``_state`` / ``_entries`` /
-``_vectors`` (the folded state and its indexes). Only ``_store`` does I/O: the
-others yield requests (``langmem_plugin.core.steps``).
+steps), ``_bounded`` (a bounded write as steps), ``_history`` (history, restore,
+rollback as steps), ``_log`` (thread names, records, checkpoints, the I/O
+requests), ``_state`` / ``_entries`` / ``_vectors`` (the folded state and its
+indexes), ``_sqlite`` (the SQLite write transaction of a bounded write). Only
+``_store`` and ``_sqlite`` do I/O: the others yield requests
+(``langmem_plugin.core.steps``).
 """
 
 from langmem_plugin.stores.checkpointer._history import ItemVersion

@@ -116,7 +116,7 @@ class CheckpointerLogic:
             saved_list.sort(key=lambda t: t.checkpoint["id"])
             with _gc_paused():  # folding creates many small objects: the collector only slows it down
                 for saved in saved_list:
-                    self._fold(state, namespace, saved)
+                    self.fold(state, namespace, saved)
             if saved_list:
                 state.heads[thread] = saved_list[-1].checkpoint["id"]
             state.registered.add(namespace)
@@ -137,7 +137,8 @@ class CheckpointerLogic:
                 self.state = state
         self._on_load()
 
-    def _fold(self, state: StoreState, namespace: tuple[str, ...], saved: CheckpointTuple) -> None:
+    def fold(self, state: StoreState, namespace: tuple[str, ...], saved: CheckpointTuple) -> None:
+        """Apply one checkpoint of ``namespace`` read from the log (its records, with their vectors)."""
         cid = saved.checkpoint["id"]
         vectors_ok = state.vectors is not None
         for key, record in saved.checkpoint["channel_values"].items():
@@ -169,11 +170,8 @@ class CheckpointerLogic:
                 validate_op(op)
         yield from self.load()
         state = self.require_state()
-        winners = [op for _, op in sorted(final_puts(puts).values(), key=lambda t: t[0])]
         # embeddings first (no lock held during I/O)
-        texts = [state.texts_for(op.value, op.index) if op.value is not None else [] for op in winners]
-        flat = [t for group in texts for t in group]
-        doc_vectors = np.asarray((yield Embed(flat)), dtype=np.float32) if flat else None
+        winners, texts, doc_vectors = yield from embedded_puts(state, puts)
         query_vectors: dict[int, np.ndarray] = {}
         searches = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
         if state.vectors is not None and searches:
@@ -404,6 +402,17 @@ class CheckpointerLogic:
             ]
         yield from self.write(state, writes)
         return len(writes)
+
+
+def embedded_puts(
+    state: StoreState, puts: list[tuple[int, PutOp]]
+) -> Steps[Request, tuple[list[PutOp], list[list[str]], np.ndarray | None]]:
+    """The last put per (namespace, key), in op order: with the texts each indexes and their vectors."""
+    winners = [op for _, op in sorted(final_puts(puts).values(), key=lambda t: t[0])]
+    texts = [state.texts_for(op.value, op.index) if op.value is not None else [] for op in winners]
+    flat = [t for group in texts for t in group]
+    vectors = np.asarray((yield Embed(flat)), dtype=np.float32) if flat else None
+    return winners, texts, vectors
 
 
 @contextmanager

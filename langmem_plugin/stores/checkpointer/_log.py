@@ -8,7 +8,7 @@ and the embeddings.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,8 +19,10 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 __all__ = [
+    "CheckpointIds",
     "Embed",
     "EmbedQueries",
+    "Exclusive",
     "GetCheckpoint",
     "ListCheckpoints",
     "PutCheckpoint",
@@ -137,7 +139,34 @@ class EmbedQueries:
     texts: list[str]
 
 
-Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQueries
+@dataclass(frozen=True, slots=True)
+class CheckpointIds:
+    """The ids of every checkpoint of a thread (``list[str]``), or ``[]`` when it holds just
+    ``known`` of them (those the store has folded: nothing new); only inside an :class:`Exclusive`."""
+
+    thread: str
+    known: int = -1
+
+
+#: What an exclusive section yields: reads and writes of the log, nothing else (no embedding).
+HeldRequest = PutCheckpoint | GetCheckpoint | CheckpointIds
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusive:
+    """Run ``steps`` in one exclusive section of the checkpointer's storage (a SQLite write
+    transaction): no other writer, in any process, lands between its reads and its writes,
+    and its writes commit together or not at all. Answers what ``steps`` return.
+
+    ``lock=False``: the same reads without the write lock (a catch-up before the section, so
+    that the section itself has little left to read while every other writer waits).
+    """
+
+    steps: Generator[HeldRequest, Any, Any]
+    lock: bool = True
+
+
+Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQueries | Exclusive
 
 
 def checkpoint_request(thread: str, channels: dict[str, Any], ts: str, parent: str | None) -> PutCheckpoint:

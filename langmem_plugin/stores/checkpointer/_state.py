@@ -78,6 +78,7 @@ class StoreState:
         self.versions: dict[tuple[tuple[str, ...], str], list[VersionRef]] = {}
         self.registered: set[tuple[str, ...]] = set()
         self.heads: dict[str, str] = {}  # thread -> newest checkpoint id written (the parent of the next)
+        self.folded: dict[tuple[str, ...], set[str]] = {}  # namespace -> the ids of its checkpoints applied
         self.writes = 0  # records applied so far: a selection of slots holds while this has not moved
         self.vectors = VectorIndex(dims) if dims and mode != "lexical" else None
         self.lexical = SlotBM25Index() if mode != "semantic" else None
@@ -409,6 +410,7 @@ class StoreState:
         ``value``: the put's value as a dict, when the caller has it (saves decoding the JSON).
         """
         self.writes += 1
+        self.folded.setdefault(namespace, set()).add(cid)
         if record["op"] == "refresh":
             entry = self.items.get(namespace, {}).get(key)
             if entry is not None and entry.checkpoint_id == record["of"]:
@@ -439,10 +441,15 @@ class StoreState:
         self,
         writes: Iterable[tuple[tuple[str, ...], str, str, Mapping[str, Any], Any, dict[str, Any] | None]],
     ) -> None:
-        """Apply several records; their vectors go into the matrix in one copy."""
+        """Apply several records; their vectors go into the matrix in one copy.
+
+        A checkpoint already folded (read back from the log by a bounded write's catch-up
+        while its writer had not applied it yet) is not applied twice.
+        """
+        fresh = [w for w in writes if w[2] not in self.folded.get(w[0], ())]
         self._vector_batch = {}
         try:
-            for namespace, key, cid, record, vectors, value in writes:
+            for namespace, key, cid, record, vectors, value in fresh:
                 self.apply(namespace, key, cid, record, vectors, value)
             if self.vectors is not None and self._vector_batch:
                 live = {s: v for s, v in self._vector_batch.items() if s in self._by_slot}

@@ -14,6 +14,7 @@ import inspect
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -22,9 +23,10 @@ from typing import Any, Literal, TypeVar, cast
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.store.base import IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Item, Op, PutOp, Result, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
+from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
@@ -33,16 +35,19 @@ from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, lexica
 from langmem_plugin.stores._validation import CheckedStore
 from langmem_plugin.stores.checkpointer import _history
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
+from langmem_plugin.stores.checkpointer._bounded import bounded
 from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
 from langmem_plugin.stores.checkpointer._log import (
     Embed,
     EmbedQueries,
+    Exclusive,
     GetCheckpoint,
     ListCheckpoints,
     PutCheckpoint,
     Request,
 )
+from langmem_plugin.stores.checkpointer._sqlite import SqliteWriter, sqlite_file
 
 __all__ = ["CheckpointerIndexConfig", "CheckpointerStore"]
 
@@ -86,6 +91,12 @@ class CheckpointerStore(CheckedStore):
 
     It is a :class:`~langmem_plugin.core.candidates.CandidateStore`: :meth:`search_candidates`
     gives a hybrid search its raw dense and BM25 lists, to be fused by the caller.
+
+    It is a :class:`~langmem_plugin.core.bounded.BoundedStore`: over a ``SqliteSaver`` on a
+    file (:meth:`from_sqlite`), :meth:`write_bounded` counts and writes in one SQLite write
+    transaction, so a compartment's item limit holds for every store object and process
+    writing that file (:attr:`item_limits` is ``"shared"``). Over any other saver it cannot
+    lock the storage: :attr:`item_limits` is ``"process"`` and :meth:`write_bounded` refuses.
     """
 
     supports_ttl: bool = True
@@ -126,6 +137,9 @@ class CheckpointerStore(CheckedStore):
         )
         self._async_native: bool | None = None
         self._sweeper: TTLSweeper | None = None
+        self._writer: SqliteWriter | None = None
+        self._writer_known = False
+        self._writer_lock = threading.Lock()
 
     @property
     def search_mode(self) -> Mode:
@@ -174,10 +188,13 @@ class CheckpointerStore(CheckedStore):
         self._sweeper.start()
 
     def close(self) -> None:
-        """Stop the sweeper. The checkpointer is yours: it is not closed."""
+        """Stop the sweeper and close the bounded writes' connection. The checkpointer is yours: it
+        is not closed."""
         if self._sweeper is not None:
             self._sweeper.stop()
             self._sweeper = None
+        if self._writer is not None:
+            self._writer.close()
 
     def __enter__(self) -> CheckpointerStore:
         return self
@@ -244,6 +261,54 @@ class CheckpointerStore(CheckedStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch` (native with async savers; sync-only savers run in an executor)."""
         return await arun_steps(self._steps.batch(list(ops)), self._ado)
+
+    # ------------------------------------------------------------------ BoundedStore
+
+    @property
+    def item_limits(self) -> ItemLimits:
+        """``"shared"`` over a ``SqliteSaver`` on a file: :meth:`write_bounded` holds every store
+        object and process writing it to a limit. ``"process"`` over any other saver
+        (``InMemorySaver``, ``PostgresSaver``, ``AsyncSqliteSaver``, an in-memory SQLite database):
+        :meth:`write_bounded` refuses, and the services count then write in this process."""
+        return "shared" if self._sqlite_writer() is not None else "process"
+
+    def write_bounded(self, write: BoundedWrite) -> list[PutOp]:
+        """Count each bound's namespace and write ``write.ops`` in one SQLite write transaction.
+
+        Returns the evictions made (deletes of the items a bound chose to make room).
+
+        Raises:
+            ConfigurationError: the saver is not a ``SqliteSaver`` on a file (``item_limits`` is
+                ``"process"``): nothing here could hold the limit across writers.
+            Exception: a bound's refusal (e.g. ``MemoryLimitError``); nothing is written.
+        """
+        self._require_shared()
+        return self._run_sync(bounded(self._steps, write))
+
+    async def awrite_bounded(self, write: BoundedWrite) -> list[PutOp]:
+        """Async :meth:`write_bounded` (the transaction runs in an executor thread)."""
+        self._require_shared()
+        return await arun_steps(bounded(self._steps, write), self._ado)
+
+    def _sqlite_writer(self) -> SqliteWriter | None:
+        with self._writer_lock:
+            if not self._writer_known:
+                path = sqlite_file(self.checkpointer)
+                self._writer = SqliteWriter(path, self.checkpointer) if path else None
+                self._writer_known = True
+            return self._writer
+
+    def _require_shared(self) -> SqliteWriter:
+        writer = self._sqlite_writer()
+        if writer is None:
+            raise ConfigurationError(
+                f"this CheckpointerStore over {type(self.checkpointer).__name__} cannot count and write "
+                "in one exclusive step (only a SqliteSaver on a file can: its write transaction holds "
+                "every process), so it does not claim to hold item limits: item_limits is 'process'. "
+                "Fix: use CheckpointerStore.from_sqlite(path) for limits that hold across processes, or "
+                "leave it to the memory services, which count then write within this process."
+            )
+        return writer
 
     # ------------------------------------------------------------------ CandidateStore
 
@@ -347,6 +412,8 @@ class CheckpointerStore(CheckedStore):
         return run_steps(steps, self._do)
 
     def _do(self, request: Request) -> Any:
+        if isinstance(request, Exclusive):
+            return self._require_shared().run(request.steps, lock=request.lock)
         if isinstance(request, Embed):
             return self._require_embeddings().embed_documents(request.texts)
         if isinstance(request, EmbedQueries):
@@ -366,7 +433,7 @@ class CheckpointerStore(CheckedStore):
         if isinstance(request, EmbedQueries):
             embeddings = self._require_embeddings()
             return list(await asyncio.gather(*(embeddings.aembed_query(text) for text in request.texts)))
-        if self._async_native is False:
+        if self._async_native is False or isinstance(request, Exclusive):
             return await run_in_executor(None, self._do, request)
         saver = self.checkpointer
         try:

@@ -8,6 +8,7 @@ written once, with no I/O, as steps (:mod:`langmem_plugin.core.steps`):
 - ``_calls``: the requests the steps yield (engine calls, embedding requests);
 - ``_config``: the user's configuration, checked, and ``BatchConfig``, what the steps read;
 - ``_batch`` (with ``_search`` and ``_writes``): the steps of one ``batch``;
+- ``_bounded``: the steps of a bounded write (count, make room, write; ``core.bounded``);
 - ``_maintenance``: the steps of a TTL sweep, an export page and an import;
 - ``_engine``: the ``Engine`` protocol; ``_edge`` and ``_remote`` the two engines
   (``_cache`` the embedded engine's payload cache, ``_lock`` its directory lock);

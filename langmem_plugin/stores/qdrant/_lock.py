@@ -30,7 +30,11 @@ try:
 except ImportError:  # pragma: no cover - Windows: no flock; the store opens unguarded
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["PathLock", "ReadWriteLock"]
+__all__ = ["ACROSS_PROCESSES", "PathLock", "ReadWriteLock"]
+
+#: Whether the lock turns away other processes too (``flock``; not on Windows, where only a second
+#: opener in this process is refused): what lets an embedded store claim to be its data's one writer.
+ACROSS_PROCESSES = fcntl is not None
 
 # The locks held in this process, by the real path of their directory (weak: a lock that is
 # garbage-collected without release() has had its file closed, which released the flock too).

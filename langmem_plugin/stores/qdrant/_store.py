@@ -13,9 +13,10 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
+from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError
@@ -23,6 +24,7 @@ from langmem_plugin.stores._common import TTLSweeper
 from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores._validation import CheckedStore, validate_namespace
 from langmem_plugin.stores.qdrant._batch import run_batch
+from langmem_plugin.stores.qdrant._bounded import run_bounded
 from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
 from langmem_plugin.stores.qdrant._candidates import TermVerdicts, run_candidates
 from langmem_plugin.stores.qdrant._config import (
@@ -36,6 +38,7 @@ from langmem_plugin.stores.qdrant._config import (
 from langmem_plugin.stores.qdrant._edge import EdgeEngine
 from langmem_plugin.stores.qdrant._engine import Engine
 from langmem_plugin.stores.qdrant._layout import to_us
+from langmem_plugin.stores.qdrant._lock import ACROSS_PROCESSES
 from langmem_plugin.stores.qdrant._maintenance import run_export_page, run_import, run_sweep
 from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries
 
@@ -89,6 +92,14 @@ class QdrantStore(CheckedStore):
     an item is updated; a namespace exists only while it holds an item; a search
     without a query lists newest ``updated_at`` first (ties by namespace, key); values
     must be JSON objects of at most 1 MiB; expired items are never returned.
+
+    Item limits (:class:`~langmem_plugin.core.bounded.BoundedStore`): embedded and
+    ``":memory:"``, the store is the data's one writer (the directory lock admits one
+    store per path, in one process), so :meth:`write_bounded` counts and writes under the
+    store's writer lock and a compartment's limit holds (:attr:`item_limits` is
+    ``"shared"``). On a server (``url``/``client``) other clients write too and Qdrant has
+    no transaction to count and write in: :attr:`item_limits` is ``"process"`` and
+    :meth:`write_bounded` refuses rather than pretend.
 
     Hybrid search pages are stable within the first ``search["candidates"]`` (100)
     results of each half. :meth:`export_items` / :meth:`import_items` move items with
@@ -189,6 +200,11 @@ class QdrantStore(CheckedStore):
             else None
         )
         self._setup_lock = threading.Lock()
+        # embedded (where the path lock turns other processes away) or ":memory:": this store and
+        # its views are the data's one writer
+        sole = (embedded and ACROSS_PROCESSES) or local
+        self._item_limits: ItemLimits = "shared" if sole else "process"
+        self._writer_lock = threading.Lock()  # shared with the views: one lock for the one writer
         self._owner = True
         self._ready = False  # the engine is open and the sweeper started
         if embedded:
@@ -307,6 +323,51 @@ class QdrantStore(CheckedStore):
         await self.asetup()
         steps = run_candidates(self._config, list(queries), to_us(self._clock()), self._verdicts)
         return await arun_steps(steps, self._ado)
+
+    # ------------------------------------------------------------------ item limits
+
+    @property
+    def item_limits(self) -> ItemLimits:
+        """``"shared"`` (embedded, ``":memory:"``): :meth:`write_bounded` holds every writer of the
+        data to a limit. ``"process"`` (a server): it refuses; see the class docstring."""
+        return self._item_limits
+
+    def write_bounded(self, write: BoundedWrite) -> list[PutOp]:
+        """Count each bound's namespace and write ``write.ops``, with no other write in between.
+
+        Returns the evictions made (deletes of the items a bound chose to make room).
+
+        Raises:
+            ConfigurationError: a server store (``item_limits`` is ``"process"``).
+            Exception: a bound's refusal (e.g. ``MemoryLimitError``); nothing is written.
+        """
+        self._require_shared()
+        self.setup()
+        with self._writer_lock:
+            return run_steps(run_bounded(self._config, write, self._clock()), self._do)
+
+    async def awrite_bounded(self, write: BoundedWrite) -> list[PutOp]:
+        """:meth:`write_bounded` from async code, with native async I/O (and embeddings)."""
+        self._require_shared()
+        await self.asetup()
+        # threads take this lock too, so it is polled: the event loop never blocks on it
+        while not self._writer_lock.acquire(blocking=False):  # noqa: ASYNC110
+            await asyncio.sleep(0.002)
+        try:
+            return await arun_steps(run_bounded(self._config, write, self._clock()), self._ado)
+        finally:
+            self._writer_lock.release()
+
+    def _require_shared(self) -> None:
+        if self._item_limits != "shared":
+            raise ConfigurationError(
+                "this QdrantStore is not its data's one writer (a Qdrant server, where other clients "
+                "write too, or an embedded store on a system without flock) and Qdrant has no "
+                "transaction to count a namespace and write to it in one step, so it does not claim "
+                "to hold item limits: item_limits is 'process'. Fix: leave limits to the memory "
+                "services (they count then write, holding within this process only), run one writer "
+                "process, or set max_items=None and bound the data elsewhere."
+            )
 
     # ------------------------------------------------------------------ export and import
 
