@@ -375,7 +375,7 @@ def test_bundled_tokenizer_and_notice_ship_with_the_package() -> None:
 
 
 # The feature rooms of services/ (docs/architecture.md): each may use the rooms listed, through
-# their __init__ only; the base modules (turn, operations, filters, layout, knowledge, history,
+# their __init__ only; the base modules (turn, operations, filters, layout, limits, history,
 # store_steps) stay at services/ top level. turn.py, the one turn service, may use every room.
 SERVICE_ROOMS: dict[str, set[str]] = {
     "recall": {"context", "plan"},
@@ -383,6 +383,7 @@ SERVICE_ROOMS: dict[str, set[str]] = {
     "context": {"upkeep"},
     "plan": set(),
     "upkeep": set(),
+    "knowledge": set(),
 }
 SERVICES = "langmem_plugin.services"
 

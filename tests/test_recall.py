@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
@@ -15,7 +16,6 @@ from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.services import (
     FENCE_CLOSE,
     FENCE_OPEN,
-    Document,
     MemoryLayout,
     RecallConfig,
     TokenBudgets,
@@ -109,7 +109,11 @@ def test_each_section_fits_its_budget(run: Runner, store: InMemoryStore, scope: 
         run(save_steps(scope, layout, f"memory about tea number {i} " + "with some padding words " * 3))
     add_documents(
         store,
-        [Document("tea.md", " ".join(f"Tea fact {i}." for i in range(400)))],
+        [
+            Document(
+                page_content=" ".join(f"Tea fact {i}." for i in range(400)), metadata={"source": "tea.md"}
+            )
+        ],
         layout=layout,
         chunk_tokens=60,
     )
@@ -129,7 +133,15 @@ def test_each_section_fits_its_budget(run: Runner, store: InMemoryStore, scope: 
 
 
 def test_knowledge_is_injected_whole_when_it_fits(run: Runner, store: InMemoryStore, scope: Scope) -> None:
-    add_documents(store, [Document("faq.md", "# FAQ\n\nShipping takes 3 days.\n\nReturns within 30 days.")])
+    add_documents(
+        store,
+        [
+            Document(
+                page_content="# FAQ\n\nShipping takes 3 days.\n\nReturns within 30 days.",
+                metadata={"source": "faq.md"},
+            )
+        ],
+    )
     recall = _recall(run, scope, "completely unrelated question")
     assert recall.knowledge_mode == "whole"
     assert "Shipping takes 3 days." in recall.prompt

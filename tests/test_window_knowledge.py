@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -19,21 +20,20 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError, MemoryLimitError
 from langmem_plugin.services import (
-    Document,
     MemoryLayout,
     aadd_documents,
     add_documents,
     add_run_note,
     adelete_idle_threads,
-    chunk_text,
     delete_idle_threads,
     execute,
-    load_documents,
     message_blocks,
+    read_sources,
     save_steps,
     trim_window,
     window_removals,
 )
+from langmem_plugin.services.knowledge import default_splitter
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 
 KNOWLEDGE = ("memories", "agent", "assistant", "knowledge")
@@ -150,12 +150,12 @@ def test_delete_idle_threads_async() -> None:
     assert asyncio.run(adelete_idle_threads(saver, timedelta(days=1), now=future)) == ["new", "old"]
 
 
-def test_chunks_fit_the_token_limit() -> None:
+def test_default_chunks_fit_the_token_limit() -> None:
     text = "# Guide\n\n" + "\n\n".join(
         f"Paragraph {i}. " + "Some words here. " * (i % 7 + 1) for i in range(40)
     )
     text += "\n\n" + "x" * 3000  # one very long "sentence"
-    chunks = chunk_text(text, max_tokens=50, model="gpt-4o")
+    chunks = default_splitter(50, "gpt-4o").split_text(text)
     assert all(count_tokens(c, model="gpt-4o") <= 50 for c in chunks)
     assert chunks[0].startswith("# Guide")
     assert "".join(chunks).replace("\n", "").replace(" ", "").count("Paragraph") == 40
@@ -179,14 +179,20 @@ def test_add_documents_from_files_replaces_older_versions(tmp_path: Path) -> Non
     assert len(store.search(KNOWLEDGE, limit=100)) == 2
     assert store.search(KNOWLEDGE, query="answer")[0].value["kind"] == "document"
     with pytest.raises(ConfigurationError, match="does not exist"):
-        load_documents([tmp_path / "missing.md"])
-    with pytest.raises(ConfigurationError, match=r"not a \.txt or \.md"):
-        load_documents([tmp_path / "docs" / "image.png"])
+        read_sources([tmp_path / "missing.md"])
+    with pytest.raises(ConfigurationError, match=r"is a \.png file; add_documents reads"):
+        read_sources([tmp_path / "docs" / "image.png"])
 
 
 def test_add_documents_async_and_per_agent() -> None:
     store = InMemoryStore()
-    asyncio.run(aadd_documents(store, ["Support hours: 9 to 5.", Document("x", "Other.")], agent="support"))
+    asyncio.run(
+        aadd_documents(
+            store,
+            ["Support hours: 9 to 5.", Document(page_content="Other.", metadata={"source": "x"})],
+            agent="support",
+        )
+    )
     items = store.search(("memories", "agent", "support", "knowledge"))
     assert sorted(i.value["content"] for i in items) == ["Other.", "Support hours: 9 to 5."]
     assert store.search(KNOWLEDGE) == []

@@ -79,6 +79,15 @@ def text_problem(text: str) -> str | None:
     return f"holds a lone surrogate {found.group()!r} at index {found.start()} (not valid Unicode text)"
 
 
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that :func:`text_problem` passes it.
+
+    >>> clean_text("bad \\ud800 decode")
+    'bad \\ufffd decode'
+    """
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def _check_text(value: str, what: str = "") -> str:
     problem = text_problem(value)
     if problem is not None:

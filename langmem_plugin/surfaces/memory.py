@@ -19,7 +19,6 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -34,7 +33,6 @@ from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resol
 from langmem_plugin.services import aexecute, execute
 from langmem_plugin.services.context import ContextConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
-from langmem_plugin.services.knowledge import AddedDocument, Document, aadd_documents, add_documents
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import INDEX_FIELDS, StoredMemory
 from langmem_plugin.services.plan import PlanConfig
@@ -56,6 +54,7 @@ from langmem_plugin.services.upkeep import (
     forget_user_steps,
 )
 from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of
+from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
     AsyncMemoryCallbackHandler,
@@ -160,7 +159,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory:
+class Memory(DocumentMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
@@ -395,30 +394,6 @@ class Memory:
         scope = scope_of(config)
         messages = messages_of(messages, "arecall")
         return await self.turn.arecall(scope, self.store, messages, plan=plan, run_memory=run_memory)
-
-    def add_documents(
-        self,
-        sources: Iterable[str | Path | Document],
-        *,
-        agent: str | None = None,
-        progress: bool | None = None,
-    ) -> list[AddedDocument]:
-        """Add ``.txt``/``.md`` files, folders or texts as ``agent``'s knowledge."""
-        return add_documents(
-            self.store, sources, agent=agent, layout=self.layout, model=self.model, progress=progress
-        )
-
-    async def aadd_documents(
-        self,
-        sources: Iterable[str | Path | Document],
-        *,
-        agent: str | None = None,
-        progress: bool | None = None,
-    ) -> list[AddedDocument]:
-        """Async :meth:`add_documents`."""
-        return await aadd_documents(
-            self.store, sources, agent=agent, layout=self.layout, model=self.model, progress=progress
-        )
 
     def import_history(
         self,

@@ -213,6 +213,11 @@ def said_order(memory: StoredMemory) -> tuple[Any, ...]:
 
 
 def knowledge_line(memory: StoredMemory) -> str:
+    """A document chunk with the ``source``, ``page`` and ``title`` its loader gave it."""
+    meta = memory.record.metadata
     return fenced_entry(
-        memory.record.content, source=memory.record.metadata.get("source") or memory.record.category
+        memory.record.content,
+        source=meta.get("source") or memory.record.category,
+        page=meta.get("page"),
+        title=meta.get("title"),
     )

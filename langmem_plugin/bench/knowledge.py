@@ -1,0 +1,244 @@
+"""Knowledge benchmark: which splitter lets recall show what a question needs from documents.
+
+Not a test: ``python -m langmem_plugin.bench.knowledge [--data PATH] [--conversations 0-4]``.
+
+Every session of a LoCoMo conversation becomes one Markdown document (a heading with its date,
+then one paragraph per turn, ``Speaker: text``), added with ``Memory.add_documents`` as the
+agent's knowledge; then every question with evidence is asked through ``Memory.recall``, with the
+default configuration and budgets. A question's evidence turn counts as *shown* when its whole
+text is inside what recall injects (a turn cut in two by a chunk boundary is not shown whole).
+The row of a splitter is the mean share of evidence turns shown, the knowledge tokens injected,
+and the chunks made. Conversations differ from handbooks, but they are real text with labels of
+what each question needs, which no other set here has.
+
+The splitters (all at the default 300 tokens of the default tokenizer):
+
+- ``paragraph``: the packer this package used before (:class:`ParagraphSplitter`): paragraphs
+  packed while they fit, a heading starts a chunk, a long paragraph split by sentences;
+- ``section``: the default, LangChain's ``RecursiveCharacterTextSplitter`` on Markdown structure then
+  sentences, lengths in tokens (:func:`~langmem_plugin.services.knowledge.section_splitter`);
+- ``recursive``: LangChain's ``RecursiveCharacterTextSplitter`` with its default separators
+  and lengths in tokens, as a LangChain user would first write it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
+
+from langmem_plugin.bench.locomo.data import Conversation, load_locomo
+from langmem_plugin.bench.report import format_table
+from langmem_plugin.core.fence import quote
+from langmem_plugin.core.tokens import count_tokens, encoding_for_model
+from langmem_plugin.services.knowledge import section_splitter
+
+__all__ = [
+    "SPLITTERS",
+    "KnowledgeRow",
+    "ParagraphSplitter",
+    "chunk_text",
+    "main",
+    "run_knowledge_bench",
+    "session_documents",
+]
+
+DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")  # from the repository root, as the other benches
+CHUNK_TOKENS = 300
+
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _split_long(text: str, max_tokens: int, model: str | None) -> list[str]:
+    if count_tokens(text, model=model) <= max_tokens:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE.split(text):
+        candidate = f"{current} {sentence}".strip()
+        if current and count_tokens(candidate, model=model) > max_tokens:
+            pieces.append(current)
+            candidate = sentence
+        if count_tokens(candidate, model=model) > max_tokens:  # one sentence too long: cut by tokens
+            encoding = encoding_for_model(model)
+            tokens = encoding.encode(candidate, disallowed_special=())
+            for start in range(0, len(tokens), max_tokens):
+                pieces.append(encoding.decode(tokens[start : start + max_tokens]))
+            candidate = ""
+        current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_text(text: str, *, max_tokens: int = 300, model: str | None = None) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_tokens`` tokens (the packer used before).
+
+    Paragraphs (blank-line separated) are packed together while they fit; a heading starts a new
+    chunk; a paragraph too long is split by sentences, and a sentence too long by tokens.
+    """
+    chunks: list[str] = []
+    current = ""
+    for paragraph in (p.strip() for p in _PARAGRAPH.split(text)):
+        if not paragraph:
+            continue
+        for piece in _split_long(paragraph, max_tokens, model):
+            candidate = f"{current}\n\n{piece}" if current else piece
+            starts_section = piece.startswith("#") and bool(current) and not current.lstrip().startswith("#")
+            if current and (starts_section or count_tokens(candidate, model=model) > max_tokens):
+                chunks.append(current)
+                candidate = piece
+            current = candidate
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+class ParagraphSplitter(TextSplitter):
+    """:func:`chunk_text` as a LangChain ``TextSplitter``."""
+
+    def __init__(self, max_tokens: int = 300, model: str | None = None, **kwargs: Any) -> None:
+        super().__init__(chunk_size=max_tokens, chunk_overlap=0, **kwargs)
+        self._max_tokens, self._model = max_tokens, model
+
+    def split_text(self, text: str) -> list[str]:
+        return chunk_text(text, max_tokens=self._max_tokens, model=self._model)
+
+
+def _recursive(max_tokens: int) -> TextSplitter:
+    return RecursiveCharacterTextSplitter(
+        chunk_size=max_tokens, chunk_overlap=0, length_function=functools.partial(count_tokens, model=None)
+    )
+
+
+SPLITTERS: dict[str, Callable[[int], TextSplitter]] = {
+    "paragraph": ParagraphSplitter,
+    "section": section_splitter,
+    "recursive": _recursive,
+}
+
+
+@dataclass(frozen=True)
+class KnowledgeRow:
+    """One splitter's outcome over the conversations run."""
+
+    splitter: str
+    shown: float
+    questions: int
+    tokens: float
+    chunks: int
+    seconds: float
+
+
+def session_documents(conversation: Conversation) -> list[Document]:
+    """One Markdown document per session: a dated heading, then a paragraph per turn."""
+    sessions: dict[int, list[str]] = {}
+    dates: dict[int, str] = {}
+    for turn in conversation.turns:
+        sessions.setdefault(turn.session, []).append(turn.line)
+        dates[turn.session] = turn.date
+    return [
+        Document(
+            page_content=f"## Session {s} ({dates[s]})\n\n" + "\n\n".join(lines),
+            metadata={"source": f"{conversation.sample_id}/session-{s}", "title": f"Session {s}"},
+        )
+        for s, lines in sorted(sessions.items())
+    ]
+
+
+def _one(conversation: Conversation, splitter: TextSplitter) -> tuple[list[float], list[int], int]:
+    from langmem_plugin import Memory
+
+    turns = {t.dia_id: t for t in conversation.turns}
+    memory = Memory()  # what a user gets: the default store and configuration
+    try:
+        added = memory.add_documents(session_documents(conversation), splitter=splitter, progress=False)
+        shown: list[float] = []
+        tokens: list[int] = []
+        config: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": conversation.sample_id}}
+        for question in conversation.questions:
+            wanted = [turns[d] for d in question.evidence if d in turns]
+            if not wanted:
+                continue
+            recall = memory.recall([HumanMessage(question.text)], config)
+            shown.append(sum(quote(t.line)[1:-1] in recall.prompt for t in wanted) / len(wanted))
+            tokens.append(recall.tokens.get("knowledge", 0))
+    finally:
+        memory.close()
+    return shown, tokens, sum(a.chunks for a in added)
+
+
+def run_knowledge_bench(
+    data: Path = DEFAULT_DATA, *, conversations: Sequence[int] | None = None, splitters: Sequence[str] = ()
+) -> list[KnowledgeRow]:
+    """One row per splitter over the chosen conversations (all by default), in one run."""
+    loaded = load_locomo(data)
+    chosen = [loaded[i] for i in conversations] if conversations is not None else loaded
+    rows = []
+    for name in splitters or SPLITTERS:
+        started = time.perf_counter()
+        shown: list[float] = []
+        tokens: list[int] = []
+        chunks = 0
+        for conversation in chosen:
+            s, t, c = _one(conversation, SPLITTERS[name](CHUNK_TOKENS))
+            shown += s
+            tokens += t
+            chunks += c
+        rows.append(
+            KnowledgeRow(
+                name,
+                100 * statistics.fmean(shown) if shown else 0.0,
+                len(shown),
+                statistics.fmean(tokens) if tokens else 0.0,
+                chunks,
+                time.perf_counter() - started,
+            )
+        )
+    return rows
+
+
+def _indices(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: print one row per splitter."""
+    parser = argparse.ArgumentParser(prog="python -m langmem_plugin.bench.knowledge", description=__doc__)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
+    parser.add_argument("--conversations", default=None, help="indices such as 0-4 or 0,3 (default: all)")
+    parser.add_argument("--splitters", default="", help=f"comma-separated, of {', '.join(SPLITTERS)}")
+    args = parser.parse_args(argv)
+    names = [s for s in args.splitters.split(",") if s]
+    if unknown := [s for s in names if s not in SPLITTERS]:
+        parser.error(f"unknown splitter(s) {unknown}; choose from {list(SPLITTERS)}")
+    chosen = _indices(args.conversations) if args.conversations else None
+    rows = run_knowledge_bench(args.data, conversations=chosen, splitters=names)
+    header = ["splitter", "evidence shown %", "questions", "knowledge tokens", "chunks", "seconds"]
+    body = [
+        [r.splitter, f"{r.shown:.1f}", r.questions, f"{r.tokens:.0f}", r.chunks, f"{r.seconds:.0f}"]
+        for r in rows
+    ]
+    print(format_table(header, body))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""What ``add_documents`` reads: files, folders, texts and LangChain ``Document`` values, as sources.
+
+A *source* is one document as the knowledge compartment keeps it: a name (its path, the
+``"source"`` a LangChain loader wrote, or ``text-<sha256 prefix>`` for a bare text) and the
+LangChain documents it is made of (one per page for a PDF, one for a text file). Adding a source
+again replaces every chunk of that name.
+
+Everything is read before anything is written, and a source that cannot be read is an error
+naming it and the fix, never knowledge: a URL, a path that does not exist, a file type this
+package does not read, a PDF without extractable text, a file that is not UTF-8 text.
+``.pdf`` and ``.docx`` need the ``documents`` extra (``pip install "langmem-plugin[documents]"``).
+
+>>> [s.name for s in read_sources(["Support hours: 9 to 5."])]
+['text-2910de70bc']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langmem_plugin.core.record import clean_text
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError, shown
+
+__all__ = ["READ_SUFFIXES", "Source", "read_sources", "shown_metadata"]
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+READ_SUFFIXES = (*TEXT_SUFFIXES, ".pdf", ".docx")
+# files people pass that a LangChain loader reads and this package does not
+_LOADER_FOR = {
+    ".doc": "UnstructuredWordDocumentLoader",
+    ".rtf": "UnstructuredRTFLoader",
+    ".odt": "UnstructuredODTLoader",
+    ".html": "BSHTMLLoader",
+    ".htm": "BSHTMLLoader",
+    ".pptx": "UnstructuredPowerPointLoader",
+    ".ppt": "UnstructuredPowerPointLoader",
+    ".xlsx": "UnstructuredExcelLoader",
+    ".xls": "UnstructuredExcelLoader",
+    ".csv": "CSVLoader",
+    ".json": "JSONLoader",
+    ".epub": "UnstructuredEPubLoader",
+}
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_EXTRA = 'pip install "langmem-plugin[documents]"'
+# the metadata a chunk keeps from its loader, shown through the fence beside the chunk
+SHOWN_METADATA = ("source", "page", "title")
+_MAX_FIELD = 300
+
+
+@dataclass(frozen=True)
+class Source:
+    """One document to add: its name and the LangChain documents (pages) it is made of."""
+
+    name: str
+    parts: tuple[Document, ...]
+
+
+def _text_name(text: str) -> str:
+    return "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def _field(value: Any) -> str | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    text = clean_text(str(value)).strip()
+    return text[:_MAX_FIELD] or None
+
+
+def shown_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The loader metadata a chunk keeps: ``source``, ``page`` (1-based) and ``title``, as text.
+
+    A LangChain PDF loader numbers ``page`` from 0 and writes ``page_label`` from 1: the label wins,
+    an integer page is shown plus one. Values that are not text or numbers are dropped.
+    """
+    out: dict[str, str] = {}
+    if (source := _field(metadata.get("source"))) is not None:
+        out["source"] = source
+    page = metadata.get("page_label")
+    if page is None and isinstance(metadata.get("page"), int) and not isinstance(metadata.get("page"), bool):
+        page = metadata["page"] + 1
+    elif page is None:
+        page = metadata.get("page")
+    if (shown_page := _field(page)) is not None:
+        out["page"] = shown_page
+    if (title := _field(metadata.get("title"))) is not None:
+        out["title"] = title
+    return out
+
+
+def _from_langchain(document: Document) -> Source:
+    if not isinstance(document.page_content, str):
+        raise ConfigurationError(
+            f"a Document's page_content must be text, got {type(document.page_content).__name__}. "
+            "Fix: load it with a LangChain loader, or pass the text."
+        )
+    name = _field((document.metadata or {}).get("source")) or _text_name(document.page_content)
+    return Source(name, (document,))
+
+
+def _is_path(text: str) -> bool:
+    if "\n" in text or len(text) > 4096:
+        return False
+    suffix = Path(text.strip()).suffix.lower()
+    return suffix in READ_SUFFIXES or suffix in _LOADER_FOR or (os.sep in text and Path(text).exists())
+
+
+def _one_source(source: Any) -> list[Source]:
+    if isinstance(source, Document):
+        return [_from_langchain(source)]
+    if isinstance(source, str):
+        if _URL.match(source.strip()):
+            raise ConfigurationError(
+                f"add_documents does not fetch URLs ({shown(source)}). Fix: load the page with a "
+                "LangChain loader, e.g. WebBaseLoader(url).load(), and pass the documents it returns."
+            )
+        if not _is_path(source):
+            return [Source(_text_name(source), (Document(page_content=source),))]
+        source = source.strip()
+    if isinstance(source, str | os.PathLike):
+        return _read_path(Path(source))
+    raise ConfigurationError(
+        f"a document source must be a str (a text or a path), a Path or a LangChain Document, got "
+        f"{type(source).__name__} {shown(source)}. Fix: decode bytes and pass text, or load the file "
+        "with a LangChain loader."
+    )
+
+
+def _read_path(path: Path) -> list[Source]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READ_SUFFIXES)
+        return [_read_file(f) for f in files]
+    suffix = path.suffix.lower()
+    if suffix not in READ_SUFFIXES:
+        loader = _LOADER_FOR.get(suffix)
+        hint = f"load it with LangChain's {loader}" if loader else "load it with a LangChain document loader"
+        raise ConfigurationError(
+            f"{str(path)!r} is a {suffix or 'suffix-less'} file; add_documents reads {list(READ_SUFFIXES)}. "
+            f"Fix: {hint} and pass the documents it returns."
+        )
+    if not path.is_file():
+        raise ConfigurationError(f"the document path {str(path)!r} does not exist. Fix: check the path.")
+    return [_read_file(path)]
+
+
+def _read_file(path: Path) -> Source:
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}). "
+                "Fix: convert it to UTF-8, or load it with a LangChain TextLoader(path, encoding=...)."
+            ) from None
+        parts: tuple[Document, ...] = (Document(page_content=text, metadata={"source": str(path)}),)
+    elif suffix == ".pdf":
+        parts = _read_pdf(path)
+    else:
+        parts = (_read_docx(path),)
+    if not any(p.page_content.strip() for p in parts):
+        raise ConfigurationError(
+            f"{str(path)!r} holds no text to add (a scanned PDF, or an empty file). "
+            "Fix: extract its text first (OCR for scans), or leave it out."
+        )
+    return Source(str(path), parts)
+
+
+def _read_pdf(path: Path) -> tuple[Document, ...]:
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
+    except ImportError:
+        raise MissingDependencyError(f"reading {str(path)!r} needs pypdf. Fix: {_EXTRA}") from None
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise ConfigurationError(
+                f"{str(path)!r} is an encrypted PDF. "
+                "Fix: decrypt it, or load it with PyPDFLoader(path, password=...)."
+            )
+        title = reader.metadata.title if reader.metadata else None
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, OSError) as exc:
+        raise ConfigurationError(
+            f"{str(path)!r} could not be read as a PDF ({type(exc).__name__}: {str(exc)[:120]}). "
+            "Fix: check the file, or load it with another LangChain PDF loader."
+        ) from None
+    return tuple(
+        Document(page_content=text, metadata={"source": str(path), "page": i, "title": title})
+        for i, text in enumerate(pages)
+    )
+
+
+def _read_docx(path: Path) -> Document:
+    try:
+        import docx
+    except ImportError:
+        raise MissingDependencyError(f"reading {str(path)!r} needs python-docx. Fix: {_EXTRA}") from None
+    try:
+        document = docx.Document(str(path))
+    except Exception as exc:  # python-docx raises zipfile, lxml and its own errors for a bad file
+        raise ConfigurationError(
+            f"{str(path)!r} could not be read as a .docx file ({type(exc).__name__}). "
+            "Fix: save it again as .docx, or load it with a LangChain Word loader."
+        ) from None
+    blocks: list[str] = []
+    for paragraph in document.paragraphs:
+        text = paragraph.text.strip()
+        style = paragraph.style.name if paragraph.style is not None else ""
+        level = style.removeprefix("Heading ").strip() if style and style.startswith("Heading ") else ""
+        if text:
+            blocks.append(f"{'#' * int(level)} {text}" if level.isdecimal() and int(level) <= 6 else text)
+    for table in document.tables:
+        blocks.extend(" | ".join(cell.text.strip() for cell in row.cells) for row in table.rows)
+    title = document.core_properties.title or None
+    return Document(page_content="\n\n".join(blocks), metadata={"source": str(path), "title": title})
+
+
+def read_sources(sources: Iterable[Any]) -> list[Source]:
+    """Every source of ``sources``, read whole before anything is written.
+
+    LangChain documents of one ``metadata["source"]`` (a loader's pages) make one source.
+
+    Raises:
+        ConfigurationError: ``sources`` is not a list (a single ``str`` or ``Document`` included: wrap
+            it in a list), or one source cannot be read (the message names it and the fix).
+        MissingDependencyError: a ``.pdf`` or ``.docx`` source without the ``documents`` extra.
+    """
+    if isinstance(sources, str | bytes | os.PathLike | Document) or not isinstance(sources, Iterable):
+        raise ConfigurationError(
+            f"add_documents takes a list of sources, got {type(sources).__name__} {shown(sources)}. "
+            "Fix: wrap it in a list, e.g. add_documents(['handbook.md'])."
+        )
+    grouped: dict[str, list[Document]] = {}
+    for source in sources:
+        for found in _one_source(source):
+            grouped.setdefault(found.name, []).extend(found.parts)
+    return [Source(name, tuple(parts)) for name, parts in grouped.items()]
