@@ -17,7 +17,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.testing import ScriptedChatModel, tool_call
 
-memory = Memory(tokenizer_model="gpt-4o-mini")  # an in-process store with the offline MiniLM embedder
+memory = Memory(tokenizer_model="gpt-4o-mini")  # embedded Qdrant in a temporary directory, offline MiniLM
 
 if os.environ.get("OPENAI_API_KEY"):
     from langchain_openai import ChatOpenAI

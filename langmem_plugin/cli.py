@@ -7,8 +7,15 @@ measures the offline core, ``langmem-plugin bench stores`` the stores beside the
 ``langmem-plugin bench plan`` plan mode beside LangChain's TodoListMiddleware.
 ``--version`` and ``--help`` do what they say.
 
-A benchmark that cannot run here (a missing extra, missing data, an unknown name)
-prints why and how to fix it, without a traceback, and exits with status 2.
+``langmem-plugin bench startup`` times the import and ``--help`` in fresh processes.
+
+Bad arguments (a negative count, an unwritable ``--dir``, an unknown name) are refused before
+any work starts: one line on stderr that names the value and the fix, exit status 2. A
+benchmark that cannot run here (a missing extra, missing data) says the same way why and how
+to fix it, without a traceback.
+
+The command starts fast: the package's names load on first use, and each command imports
+what it runs inside its function; the benchmarks' option lists are read only for ``bench``.
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from langmem_plugin import __version__
-from langmem_plugin.errors import ConfigurationError, MissingDependencyError
+from langmem_plugin.errors import ConfigurationError, LangMemPluginError, MissingDependencyError
 
 __all__ = ["main"]
 
@@ -95,24 +104,14 @@ def _run_bench(args: argparse.Namespace) -> int:
         if args.scale:
             from langmem_plugin.bench.checkpointer import run_scale_bench
 
-            sizes = [int(size) for size in args.scale.split(",")]
-            print(run_scale_bench(sizes, samples=min(args.samples, 50)))
+            print(run_scale_bench(args.scale, samples=min(args.samples, 50)))
             return 0
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
         return 0
-    if args.bench == "locomo":
-        from langmem_plugin.bench.locomo import run_locomo_bench
+    if args.bench in ("locomo", "realtalk"):
+        from langmem_plugin.bench.locomo.cli import run_cli
 
-        print(f"langmem-plugin {__version__} — LoCoMo retrieval benchmark ({args.data})")
-        outcome = run_locomo_bench(
-            args.data, conversations=args.conversations, variants=args.variants, progress=print
-        )
-        print(outcome.summary())
-        print(outcome.table())
-        splits = outcome.splits()
-        if splits:
-            print(splits)
-        return 0
+        return run_cli(args, __version__)
     if args.bench == "context":
         from langmem_plugin.bench.context import TRACES, run_context_bench
 
@@ -124,11 +123,26 @@ def _run_bench(args: argparse.Namespace) -> int:
         )
         print("\n\n".join(run_context_bench(args.data, args.steps, trace).report() for trace in traces))
         return 0
+    if args.bench == "forgetting":
+        from langmem_plugin.bench.forgetting import run_forgetting_bench
+
+        print(f"langmem-plugin {__version__} — forgetting {args.facts} facts of a LoCoMo conversation")
+        print(run_forgetting_bench(args.data, facts=args.facts, seed=args.seed).table())
+        return 0
     if args.bench == "plan":
         from langmem_plugin.bench.plan import run_plan_bench
 
         print(f"langmem-plugin {__version__} — plan mode beside TodoListMiddleware (scripted task)")
         print(run_plan_bench(window=args.window).table())
+        return 0
+    if args.bench == "startup":
+        from langmem_plugin.bench.startup import run_startup_bench
+
+        print(
+            f"langmem-plugin {__version__} — startup: fresh processes, {args.runs} runs each, "
+            f"{sys.executable}"
+        )
+        print(run_startup_bench(runs=args.runs).table())
         return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
@@ -137,8 +151,71 @@ def _demo(args: argparse.Namespace) -> int:
     from langmem_plugin.demo import run_demo
 
     print(f"langmem-plugin {__version__} — demo: a memory agent across five threads")
-    run_demo(directory=args.dir)
+    try:
+        run_demo(directory=args.dir)
+    except LangMemPluginError as exc:  # e.g. a --dir this demo did not write: the message says what to do
+        print(f"langmem-plugin demo: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose error is one line on stderr, with the fix, and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        # One line whatever was typed: a line break inside an argument is shown escaped.
+        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        self.exit(2, f"{self.prog}: {line} (see: {self.prog} --help)\n")
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number of at least {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _directory(text: str) -> str:
+    """An argparse type: a directory the demo can write in, or make; checked, not made, here.
+
+    The nearest existing folder on the path must be a directory in which a file can be created
+    (a temporary one, gone at once): permissions, read-only file systems and a file in the way
+    all show up before any work starts.
+    """
+    try:
+        if not text.strip():
+            raise FileNotFoundError(0, "an empty path")
+        path = Path(text).expanduser().absolute()
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not existing.is_dir():
+            raise NotADirectoryError(0, f"{str(existing)!r} is a file")
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise argparse.ArgumentTypeError(
+            f"cannot write in {text!r} ({reason}): pass a directory you can write in, or leave --dir out "
+            "for a temporary one"
+        ) from None
+    return text
 
 
 def _sizes(text: str) -> list[int]:
@@ -167,13 +244,13 @@ def _names(valid: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (also used by the docs and the tests)."""
-    from langmem_plugin.bench.context import DEFAULT_DATA as DEFAULT_CONTEXT_DATA
-    from langmem_plugin.bench.locomo import VARIANTS
-    from langmem_plugin.bench.stores import OPTIMIZED, PEERS
+def build_parser(*, benchmarks: bool = True) -> argparse.ArgumentParser:
+    """The argument parser (also used by the docs and the tests).
 
-    parser = argparse.ArgumentParser(
+    ``benchmarks=False`` leaves out the options of ``bench``'s subcommands, which read their
+    choices from the benchmark modules: ``--help``, ``demo`` and ``doctor`` start without them.
+    """
+    parser = _Parser(
         prog="langmem-plugin",
         description="Memory for LangGraph and LangChain agents, offline by default.",
     )
@@ -189,16 +266,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--dir",
+        type=_directory,
         default=None,
         help="keep the checkpoints and the store here (default: a temporary directory)",
     )
     demo.set_defaults(func=_demo)
 
     bench = commands.add_parser("bench", help="run a benchmark (not a test) and print its table")
-    benches = bench.add_subparsers(dest="bench", metavar="NAME", required=True)
+    bench.set_defaults(func=_bench)
+    if benchmarks:
+        _add_benchmarks(bench.add_subparsers(dest="bench", metavar="NAME", required=True))
+    return parser
+
+
+def _add_benchmarks(benches: Any) -> None:
+    """The subcommands of ``bench``, each option checked before anything runs."""
+    from langmem_plugin.bench.context import DEFAULT_DATA as DEFAULT_CONTEXT_DATA
+    from langmem_plugin.bench.locomo.cli import add_parsers as add_locomo_parsers
+    from langmem_plugin.bench.stores import OPTIMIZED, PEERS
+
     core = benches.add_parser("core", help="embedder load/latency/throughput and token counting, with peers")
-    core.add_argument("--queries", type=int, default=200, help="single queries to time (default 200)")
-    core.add_argument("--docs", type=int, default=1000, help="documents to embed in batches (default 1000)")
+    core.add_argument("--queries", type=_count(1), default=200, help="single queries to time (default 200)")
+    core.add_argument(
+        "--docs", type=_count(1), default=1000, help="documents to embed in batches (default 1000)"
+    )
     stores = benches.add_parser(
         "stores", help="QdrantStore against InMemoryStore, SqliteStore and langgraph-store-qdrant"
     )
@@ -210,11 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stores.add_argument(
         "--others",
-        type=int,
+        type=_count(0),
         default=990,
         help="items in the 99 other namespaces, together (default 990; 90000 for 100k items in all)",
     )
-    stores.add_argument("--queries", type=int, default=100, help="distinct queries per metric (default 100)")
+    stores.add_argument(
+        "--queries", type=_count(1), default=100, help="distinct queries per metric (default 100)"
+    )
     stores.add_argument(
         "--peers",
         type=_names((*PEERS, OPTIMIZED), "peer"),
@@ -227,28 +320,30 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     stores.add_argument(
-        "--budget", type=float, default=5.0, help="seconds a slow store may spend per metric (default 5)"
+        "--budget", type=_seconds, default=5.0, help="seconds a slow store may spend per metric (default 5)"
     )
     ckpt = benches.add_parser(
         "checkpointer",
         help="CheckpointerStore(SqliteSaver) vs SqliteStore, InMemoryStore (needs langmem-plugin[bench])",
     )
-    ckpt.add_argument("--items", type=int, default=10_000, help="items to load (default 10000)")
-    ckpt.add_argument("--samples", type=int, default=200, help="timed calls per measure (default 200)")
+    ckpt.add_argument("--items", type=_count(1), default=10_000, help="items to load (default 10000)")
+    ckpt.add_argument("--samples", type=_count(1), default=200, help="timed calls per measure (default 200)")
     mem = benches.add_parser("memory", help="save, recall, search and remember per turn, and tokens injected")
-    mem.add_argument("--memories", type=int, default=1000, help="user memories to store (default 1000)")
-    mem.add_argument("--queries", type=int, default=100, help="timed queries (default 100)")
-    ckpt.add_argument("--scale", help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows")
-    locomo = benches.add_parser("locomo", help="LoCoMo evidence recall@k, tokens injected, query latency")
-    locomo.add_argument("--data", required=True, help="path to locomo10.json (LoCoMo, not shipped)")
-    locomo.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
-    locomo.add_argument(
-        "--variants",
-        type=_names(VARIANTS, "variant"),
-        default=VARIANTS,
-        metavar="NAME,...",
-        help=f"comma-separated rows to run, from: {', '.join(VARIANTS)} (default: all)",
+    mem.add_argument("--memories", type=_count(1), default=1000, help="user memories to store (default 1000)")
+    mem.add_argument("--queries", type=_count(1), default=100, help="timed queries (default 100)")
+    ckpt.add_argument(
+        "--scale", type=_sizes, help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows"
     )
+    add_locomo_parsers(benches, _names)  # bench locomo and bench realtalk
+    forgetting = benches.add_parser(
+        "forgetting",
+        help="forget facts of a LoCoMo conversation: forgotten statements injected, evidence kept",
+    )
+    forgetting.add_argument(
+        "--data", type=Path, default=DEFAULT_CONTEXT_DATA, help="path to locomo10.json (LoCoMo, not shipped)"
+    )
+    forgetting.add_argument("--facts", type=_count(1), default=100, help="facts to forget (default 100)")
+    forgetting.add_argument("--seed", type=int, default=0, help="which facts (default 0)")
     context = benches.add_parser(
         "context",
         help="prompt tokens per call, prefix kept, results retrievable: no management, LangChain's "
@@ -267,22 +362,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="standard (the defaults were chosen on it), heldout (built differently), or both (default)",
     )
     context.add_argument(
-        "--steps", type=int, default=None, help="tool calls in the trace (default 20 standard, 24 heldout)"
+        "--steps",
+        type=_count(1),
+        default=None,
+        help="tool calls in the trace (default 20 standard, 24 heldout)",
     )
     plan = benches.add_parser(
         "plan", help="plan mode beside LangChain's TodoListMiddleware on one scripted multi-step task"
     )
     plan.add_argument(
-        "--window", type=int, default=800, help="tokens the trimmed runs keep of the messages (default 800)"
+        "--window",
+        type=_count(1),
+        default=800,
+        help="tokens the trimmed runs keep of the messages (default 800)",
     )
-    bench.set_defaults(func=_bench)
-    return parser
+    startup = benches.add_parser(
+        "startup", help="seconds to import langmem_plugin and to print --help, in fresh processes"
+    )
+    startup.add_argument("--runs", type=_count(1), default=7, help="fresh processes per row (default 7)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(benchmarks="bench" in arguments)
+    args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help()
         return 0

@@ -25,16 +25,24 @@ output says so; with ``OPENAI_API_KEY`` the real model extracts.
 Each turn prints the memories recalled (with scores), the tokens injected
 against the tokens of the whole history so far, the tool calls, the plan the
 model saw (when there is one), and what was stored. It says where the store and the checkpoints live,
-and what its two scores mean: **rank** is recall's own ordering (the store's
-relevance scaled to the best candidate, blended with priority and recency),
-**store** the similarity the store returned for the query. Text cut to fit a
+and what its two scores mean (:data:`SCORES`): **match** is how well a memory fits the turn
+next to the other candidates of the same search (the fused dense and BM25 score, in
+standard deviations from the candidates' average), **rank** recall's own order, 0 to 1
+(the match scaled to the best one, blended with priority and recency). Text cut to fit a
 line ends with "…".
+
+Run with a directory (``--dir D``), the demo keeps its checkpoints and store there, and
+**every run starts clean**: it first removes what a previous demo run left in ``D`` (its
+``memory/`` store and ``checkpoints.sqlite``, recognised by the ``.langmem-demo`` file it
+writes), so running it twice prints the same story instead of piling up memories. It
+refuses a directory holding a ``memory/`` or ``checkpoints.sqlite`` it did not write.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -61,7 +69,7 @@ from langmem_plugin import (
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.core.validity import INVALID_AT, is_current
-from langmem_plugin.errors import LangMemPluginError
+from langmem_plugin.errors import ConfigurationError, LangMemPluginError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.remember import EPISODE_CATEGORY
 from langmem_plugin.testing import ScriptedChatModel, tool_call
@@ -97,10 +105,17 @@ PLAN_STEPS = ("Plan the menu", "Shop for the ingredients", "Cook and serve")
 
 #: What the two scores on a "recalled" line mean.
 SCORES = (
-    "scores    : rank = recall's ordering (the store's relevance scaled to the best candidate, "
-    "blended with priority and recency); store = the store's similarity to the query "
-    '("-": none). Cut text ends with "…".'
+    "scores    : match = how well a memory fits the turn next to the other candidates of its search "
+    "(dense and BM25 scores fused, in standard deviations from the candidates' average: +1.00 is one "
+    'above average, below 0 worse than average; "-": none); rank = recall\'s order, 0 to 1: 0.75 × '
+    "the match scaled to the best one (below average counts 0) + 0.15 × priority + 0.10 × recency, "
+    "so 0.167 is a below-average match at the default priority, saved recently. "
+    'Cut text ends with "…".'
 )
+
+#: The file that marks a directory as the demo's; what the demo writes beside it.
+DEMO_MARKER = ".langmem-demo"
+_DEMO_FILES = ("memory", "checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm")
 
 
 def cut(text: str, width: int) -> str:
@@ -327,9 +342,9 @@ def _print_turn(number: int, turn: DemoTurn, out: Callable[[str], None]) -> None
     if turn.recalled:
         out("recalled  :")
         for item in turn.recalled:
-            relevance = "-" if item["relevance"] is None else f"{item['relevance']:.3f}"
+            match = "  -  " if item["relevance"] is None else f"{item['relevance']:+.2f}"
             content = cut(item["content"], 80)
-            out(f"  [{item['compartment']:<7} rank {item['score']:.3f} · store {relevance}] {content}")
+            out(f"  [{item['compartment']:<7} match {match} · rank {item['score']:.3f}] {content}")
     else:
         out("recalled  : nothing")
     out(
@@ -365,13 +380,18 @@ def run_demo(
     Args:
         store: the memory store (default: an embedded ``QdrantStore`` in ``directory``, MiniLM).
         directory: where the checkpoint database (and the default store) live; default a temporary
-            directory removed at the end.
+            directory removed at the end. A run there starts clean: it removes what a previous
+            demo run left in it first.
         model: the chat model; default ``ChatOpenAI`` when ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is
             set, else the offline scripted model.
         extractor: the model background extraction uses; default the agent's model when it is a
             real one, else the offline scripted extractor (:func:`offline_extractor`).
         extraction: ``False`` runs without extraction (the output says it is off, and why).
         out: where lines are printed.
+
+    Raises:
+        ConfigurationError: ``directory`` holds a ``memory/`` or ``checkpoints.sqlite`` that no demo
+            run left there (nothing is removed or run).
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -381,6 +401,7 @@ def run_demo(
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="langmem-demo-"))
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
+        cleaned = _start_clean(path) if kept else False
         if store is None:
             store = stack.enter_context(_default_store(path))
             where = f"embedded QdrantStore (MiniLM embeddings) at {path / 'memory'}"
@@ -399,11 +420,11 @@ def run_demo(
                 out(f"model     : {type(model).__name__} ({getattr(model, 'model_name', '?')})")
         out(f"store     : {where}")
         out(f"checkpoint: SqliteSaver at {path / 'checkpoints.sqlite'}")
-        out(
-            f"            kept in {path}"
-            if kept
-            else "            in a temporary directory, removed at the end (--dir DIR keeps them)"
-        )
+        if kept:
+            again = "; this run removed the previous run's first" if cleaned else ""
+            out(f"            kept in {path} (each run there starts clean{again})")
+        else:
+            out("            in a temporary directory, removed at the end (--dir DIR keeps them)")
         out(SCORES)
 
         if extraction and extractor is None:
@@ -473,6 +494,30 @@ def run_demo(
         threads = sorted({str(r.metadata.get("thread_id")) for r in episodes})
         out(f"  and {len(episodes)} episodes, one per exchange, recalled in any thread: {', '.join(threads)}")
         return turns
+
+
+def _start_clean(path: Path) -> bool:
+    """Remove what a previous demo run left in ``path`` (each run starts clean); whether it did.
+
+    Raises:
+        ConfigurationError: ``path`` holds a ``memory/`` or ``checkpoints.sqlite`` that no demo run
+            wrote (no :data:`DEMO_MARKER` file): nothing is removed.
+    """
+    found = [path / name for name in _DEMO_FILES if (path / name).exists()]
+    marker = path / DEMO_MARKER
+    if found and not marker.exists():
+        names = ", ".join(f.name for f in found)
+        raise ConfigurationError(
+            f"{str(path)!r} holds {names}, which no demo run left there (no {DEMO_MARKER} file), and the "
+            "demo would overwrite them. Fix: pass a new or empty directory, or remove them."
+        )
+    for item in found:
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
+    marker.write_text("written by `langmem-plugin demo`: the next run here removes what this one kept\n")
+    return bool(found)
 
 
 def _extraction_line(memory: Memory, extractor: BaseChatModel | None) -> str:

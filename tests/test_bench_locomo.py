@@ -17,7 +17,7 @@ from langmem_plugin.bench.locomo import (
     conversation_text,
     injected_text,
     load_locomo,
-    parse_evidence,
+    normalise_evidence,
     run_locomo_bench,
     turn_value,
 )
@@ -65,8 +65,9 @@ SAMPLES: list[dict[str, Any]] = [
             {"question": "When did Ann start pottery?", "evidence": ["D1:3"], "category": 2},
             # malformed: two ids in one string, and a zero-padded turn number
             {"question": "What did Biscuit do?", "evidence": ["D1:2; D2:02"], "category": 1},
-            # one id that exists and one that does not: recall can reach 0.5 at most
-            {"question": "Where is the marathon?", "evidence": ["D2:1", "D9:9"], "category": 3},
+            {"question": "Where is the marathon?", "evidence": ["D2:1"], "category": 3},
+            # one id that exists and one that does not (a removed turn): skipped and counted
+            {"question": "Where does Bo's sister live?", "evidence": ["D2:1", "D9:9"], "category": 3},
             {
                 "question": "What did Ann adopt?",
                 "evidence": ["D1:2"],
@@ -102,12 +103,30 @@ def data(tmp_path: Path) -> Path:
     return path
 
 
-def test_parse_evidence_splits_and_normalises() -> None:
-    assert parse_evidence(["D8:6; D9:17"]) == ("D8:6", "D9:17")
-    assert parse_evidence(["D9:1 D4:4 D4:6"]) == ("D9:1", "D4:4", "D4:6")
-    assert parse_evidence(["D:11:26", "D30:05"]) == ("D11:26", "D30:5")
-    assert parse_evidence(["D", ""]) == ()
-    assert parse_evidence(["D1:3", "D1:3"]) == ("D1:3",)
+ORDER = ["D8:6", "D9:1", "D9:17", "D4:4", "D4:6", "D11:26", "D30:5", "D1:3"]
+
+
+def test_normalise_evidence_splits_and_normalises() -> None:
+    def ids(*raw: str) -> tuple[str, ...]:
+        evidence = normalise_evidence(raw, ORDER)
+        assert evidence.missing == ()
+        return evidence.ids
+
+    assert ids("D8:6; D9:17") == ("D8:6", "D9:17")
+    assert ids("D9:1 D4:4 D4:6") == ("D9:1", "D4:4", "D4:6")
+    assert ids("D:11:26", "D30:05") == ("D11:26", "D30:5")
+    assert ids("D", "") == ()
+    assert ids("D1:3", "D1:3") == ("D1:3",)
+    # a range runs in the conversation's order, whatever the numbers say
+    assert ids("D9:17-D4:6") == ("D9:17", "D4:4", "D4:6")
+    assert ids("D9:17 - D4:4.") == ("D9:17", "D4:4")
+    # what names no turn is missing, never guessed
+    assert normalise_evidence(["D9:9", "D17;39", "D8:6-D99:1"], ORDER).missing == (
+        "D9:9",
+        "D17",
+        "39",
+        "D8:6-D99:1",
+    )
 
 
 def test_load_parses_turns_sessions_questions(data: Path) -> None:
@@ -128,7 +147,7 @@ def test_load_parses_turns_sessions_questions(data: Path) -> None:
     assert a.turns[4].date == "10:37 am on 27 June, 2023"
     assert a.turns[3].line == "Bo: Look at this. [shares a photo of a sunset over a lake]"
     assert len(a.questions) == 5
-    assert a.skipped == 1
+    assert a.skipped == 2
     assert a.questions[2].evidence == ("D1:2", "D2:2")
     assert b.questions[0].evidence == ("D1:1",)
 
@@ -183,7 +202,8 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
         variants=("bm25-turns", "bm25", "inmemory", "qdrant", "dense-clean", "qdrant-fast"),
         embeddings=FakeEmbeddings(64),
     )
-    assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 1, 11)
+    assert (result.conversations, result.questions, result.skipped, result.turns) == (2, 6, 2, 11)
+    assert (result.dataset, result.categories) == ("LoCoMo", CATEGORIES)
     convs = load_locomo(data)
     expected_full = sum(count_tokens(conversation_text(c), model="gpt-4") for c in convs) / 2
     assert result.full_tokens == pytest.approx(expected_full)
@@ -192,12 +212,12 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     assert lexical.name == "BM25 only (turn text)"
     assert lexical.categories == [4, 2, 1, 3, 5, 4]
     assert len(lexical.seconds) == 6
-    # every question's evidence turn is found by its words (recall 1), except the one whose
-    # second evidence id does not exist (0.5 at most)
+    # every question's evidence turn is found by its words (the question naming a removed turn
+    # was skipped, so none is capped below 1)
     for k in KS:
-        assert lexical.recall[k] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
-        assert lexical.mean_recall(k, 3) == pytest.approx(50.0)
-        assert lexical.mean_recall(k) == pytest.approx(100 * 5.5 / 6)
+        assert lexical.recall[k] == [1.0] * 6
+        assert lexical.mean_recall(k, 3) == pytest.approx(100.0)
+        assert lexical.mean_recall(k) == pytest.approx(100.0)
     assert set(CATEGORIES) == {1, 2, 3, 4, 5}
 
     # "Which city did Cy move to, Lisbon?" shares words with the Lisbon turn only (BM25 over turns):
@@ -209,7 +229,7 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     # hybrid returns every turn at k=25 (at most 9 per conversation); tokens grow with k
     hybrid = result.variants[3]
     assert hybrid.mean_tokens(5) <= hybrid.mean_tokens(10) <= hybrid.mean_tokens(25)
-    assert hybrid.recall[25] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+    assert hybrid.recall[25] == [1.0] * 6
     # the same recipe over InMemoryStore: no BM25 list there, but every turn at k=25 still
     assert result.variants[2].recall[25] == hybrid.recall[25]
     # the fast recipe differs only in its candidates, which cover these small conversations
@@ -235,7 +255,9 @@ def test_run_end_to_end_recall_categories_and_tokens(data: Path) -> None:
     assert "InMemoryStore + HybridRetriever (recipe; no BM25 there)" in table
     assert "56.7 / 66.2 / 76.7" in table
     assert "1 multi-hop" in table
-    assert "2 conversations, 11 turns, 6 questions (1 without parseable evidence skipped)" in result.summary()
+    assert "LoCoMo: 2 conversations, 11 turns, 6 questions (2 skipped: evidence that names no turn" in (
+        result.summary()
+    )
 
 
 def test_unknown_variant_is_a_typed_error(data: Path) -> None:
@@ -289,7 +311,9 @@ def test_product_rows_import_history_and_measure_what_recall_injects(data: Path)
     from langmem_plugin.bench.locomo import VARIANTS
     from langmem_plugin.bench.locomo.product import history_of
 
-    assert {"product", "product-inmemory"} <= set(VARIANTS)
+    assert {"product", "product-qdrant", "product-inmemory", "product-sqlite", "product-postgres"} <= set(
+        VARIANTS
+    )
     conv = load_locomo(data)[0]
     sessions = history_of(conv)
     assert [s["date"] for s in sessions] == ["1:56 pm on 8 May, 2023", "10:37 am on 27 June, 2023"]
@@ -300,13 +324,13 @@ def test_product_rows_import_history_and_measure_what_recall_injects(data: Path)
     }
     assert sessions[0]["messages"][3]["content"] == "Look at this. [shares a photo of a sunset over a lake]"
 
-    result = run_locomo_bench(
-        data, variants=("bm25-turns", "product", "product-inmemory"), embeddings=FakeEmbeddings(64)
-    )
-    lexical, product, inmemory = result.variants
-    assert product.name == "product: import_history + Memory.recall, QdrantStore"
-    assert inmemory.name == "product: import_history + Memory.recall, InMemoryStore"
-    for row in (product, inmemory):
+    stores = ("product", "product-qdrant", "product-inmemory", "product-sqlite")
+    result = run_locomo_bench(data, variants=("bm25-turns", *stores), embeddings=FakeEmbeddings(64))
+    lexical, product, qdrant, inmemory, sqlite = result.variants
+    assert product.name == "product: import_history + Memory.recall, Memory() (the default)"
+    assert inmemory.name == "product: the same, LangGraph's InMemoryStore (dense only)"
+    assert "CheckpointerStore" in sqlite.name
+    for row in (product, qdrant, inmemory, sqlite):
         assert row.injected
         assert not lexical.injected
         assert row.categories == lexical.categories == [4, 2, 1, 3, 5, 4]
@@ -322,14 +346,13 @@ def test_product_rows_import_history_and_measure_what_recall_injects(data: Path)
             assert row.recall[k] == row.recall[KS[0]]
             assert row.tokens[k] == row.tokens[KS[0]]
         assert all(0.0 <= r <= 1.0 for r in row.recall[KS[0]])
-        assert row.recall[KS[0]][3] <= 0.5  # "D9:9" does not exist
         assert all(t > 0 for t in row.tokens[KS[0]])
         assert all(n >= 1 for n in row.items)
-    # with the QdrantStore default (hybrid with BM25), each question's words find its turn
-    assert product.recall[KS[0]] == [1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+    # with Memory()'s default (embedded Qdrant, hybrid with BM25), each question's words find its turn
+    assert product.recall[KS[0]] == [1.0] * 6
 
     table = result.table()
-    assert "product: import_history + Memory.recall, QdrantStore" in table
+    assert "product: import_history + Memory.recall, Memory() (the default)" in table
     assert "(inj)" in table
     assert "turns/s" in table
     split = result.only([1])

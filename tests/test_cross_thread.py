@@ -8,6 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
+from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import Memory, MemoryState, RememberConfig
 from langmem_plugin.core.scope import Scope
@@ -164,7 +165,9 @@ def test_a_full_memory_gets_room_for_the_next_writes_too() -> None:
 
 
 def test_the_consolidation_cap_counts_and_evicts_no_episodes() -> None:
-    memory = _memory()
+    # cosine scores, which ConsolidationConfig's match threshold is for (a hybrid store's are fused)
+    store = InMemoryStore(index={"dims": 256, "embed": FakeEmbeddings(), "fields": ["content"]})
+    memory = Memory(store)
     graph = _graph(memory)
     graph.invoke({"messages": [HumanMessage(TEA)]}, _config("1"))
     scope = Scope(user_id="sam")

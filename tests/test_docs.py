@@ -1,10 +1,11 @@
-"""Every ```python block of README.md and docs/*.md runs, as written, offline.
+"""Every ```python block of README.md and docs/*.md runs alone, as a reader copies it, offline.
 
-A file's blocks run in order in one namespace (a later block may use an earlier one's
-names), in a fresh temporary directory. A block that needs a network, an API key or a
-server opts out with ``<!-- not-run: reason -->`` on the line before its fence; keep
-those rare. Blocks may use only the public API (``langmem_plugin.__all__``) and the
-documented submodules.
+Each block runs by itself in a fresh Python process (``python -`` with the block on stdin),
+from an empty temporary directory, with no ``OPENAI_*`` variable set: it has its own imports
+and uses no name from an earlier block, and whatever it writes lands in that directory. A
+block that needs a network, an API key or a server opts out with ``<!-- not-run: reason -->``
+on the line before its fence; keep those rare. Blocks may use only the public API
+(``langmem_plugin.__all__``) and the documented submodules.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from tests.test_package import DOCUMENTED_SUBMODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK_TIMEOUT_S = 600  # a block on a loaded 2-core machine; most take a few seconds
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NOT_RUN = re.compile(r"<!--\s*not-run:\s*(\S.*?)\s*-->\s*$")
@@ -33,6 +37,10 @@ class Block:
     line: int  # of the opening fence, 1-based
     code: str
     not_run: str | None  # the reason given, or None: the block runs
+
+    @property
+    def name(self) -> str:
+        return f"{_rel(self.path)}:{self.line}"
 
 
 def python_blocks(path: Path) -> list[Block]:
@@ -50,10 +58,29 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+BLOCKS = [block for path in DOCS for block in python_blocks(path)]
+
+
+def run_block(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` run alone: a fresh interpreter, ``cwd`` as its directory, no OpenAI variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-"],
+        input=code,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_S,
+        check=False,
+    )
+
+
 def test_there_are_docs_with_code() -> None:
     assert (ROOT / "docs").is_dir()
     assert python_blocks(ROOT / "README.md")
-    assert sum(len(python_blocks(p)) for p in DOCS) >= 10
+    assert len(BLOCKS) >= 10
 
 
 def test_the_readme_is_short_and_links_every_docs_page() -> None:
@@ -61,6 +88,13 @@ def test_the_readme_is_short_and_links_every_docs_page() -> None:
     assert len(readme.splitlines()) <= 200
     for page in DOCS[1:]:
         assert f"docs/{page.name}" in readme, f"README.md does not link docs/{page.name}"
+
+
+def test_the_readme_agent_is_short_and_runs_alone() -> None:
+    first = python_blocks(ROOT / "README.md")[0]
+    lines = [line for line in first.code.splitlines() if line.strip()]
+    assert len(lines) <= 15, f"the README's first agent is {len(lines)} lines"
+    assert "graph.invoke(" in first.code
 
 
 def test_the_readme_keeps_the_two_setup_commands() -> None:
@@ -71,9 +105,39 @@ def test_the_readme_keeps_the_two_setup_commands() -> None:
     assert tests in readme.splitlines()  # CI parses this line
 
 
+def test_install_hints_are_right_for_a_checkout() -> None:
+    # The README is read in a checkout: an extra is installed with `pip install -e ".[extra]"`.
+    readme = (ROOT / "README.md").read_text()
+    assert not re.search(r'pip install "langmem-plugin\[', readme), "say pip install -e '.[extra]'"
+
+
+def test_the_quick_subset_the_readme_offers_exists() -> None:
+    from tests.conftest import QUICK_FILES
+
+    readme = (ROOT / "README.md").read_text()
+    assert ".venv/bin/python -m pytest -m quick" in readme
+    assert "quick:" in (ROOT / "pyproject.toml").read_text()  # a registered marker (--strict-markers)
+    missing = [name for name in QUICK_FILES if not (ROOT / "tests" / name).is_file()]
+    assert not missing, missing
+    assert len(QUICK_FILES) >= 10
+
+
+def test_the_openai_page_builds_everything_and_calls_only_with_a_key() -> None:
+    # What runs here, said plainly: without OPENAI_API_KEY (run_block removes it) the page's agent
+    # block constructs ChatOpenAI, OpenAIEmbeddings, Memory and the graph, and sends no request.
+    agent = python_blocks(ROOT / "docs" / "openai.md")[0]
+    assert agent.not_run is None
+    for built in ("ChatOpenAI(", "OpenAIEmbeddings(", "Memory(", "builder.compile("):
+        assert built in agent.code
+    guarded = agent.code.split('if "OPENAI_API_KEY" in os.environ:', 1)
+    assert len(guarded) == 2, "the requests are sent only when a key is set"
+    assert "invoke(" not in guarded[0]
+    assert "graph.invoke(" in guarded[1]
+
+
 def test_opting_out_is_rare_and_says_why() -> None:
-    skipped = [b for p in DOCS for b in python_blocks(p) if b.not_run is not None]
-    assert len(skipped) <= 3, [f"{_rel(b.path)}:{b.line}" for b in skipped]
+    skipped = [b for b in BLOCKS if b.not_run is not None]
+    assert len(skipped) <= 3, [b.name for b in skipped]
     assert not any(b.path.name == "README.md" for b in skipped), "every README block runs"
 
 
@@ -103,28 +167,27 @@ def _private_or_undocumented(code: str) -> list[str]:
 
 @pytest.mark.parametrize("path", DOCS, ids=_rel)
 def test_blocks_use_only_the_public_api(path: Path) -> None:
-    problems = [
-        f"{_rel(b.path)}:{b.line}: {p}" for b in python_blocks(path) for p in _private_or_undocumented(b.code)
-    ]
+    problems = [f"{b.name}: {p}" for b in python_blocks(path) for p in _private_or_undocumented(b.code)]
     assert not problems, problems
 
 
-@pytest.mark.parametrize("path", [p for p in DOCS if python_blocks(p)], ids=_rel)
-def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in [k for k in os.environ if k.startswith("OPENAI_")]:
-        monkeypatch.delenv(name)
-    namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
-    for block in python_blocks(path):
-        if block.not_run is not None:
-            continue
-        code = compile(block.code, f"{_rel(path)}:{block.line}", "exec")
-        try:
-            exec(code, namespace)
-        except BaseException as exc:
-            raise AssertionError(f"the block at {_rel(path)}:{block.line} failed: {exc!r}") from exc
-    for value in namespace.values():  # close what the page left open (stores hold locks and threads)
-        for thing in (value, getattr(value, "store", None)):
-            close = getattr(thing, "close", None)
-            if callable(close) and type(thing).__module__.startswith("langmem_plugin"):
-                close()
+def test_a_block_that_leans_on_an_earlier_one_fails(tmp_path: Path) -> None:
+    # What the runner below relies on: nothing carries over from one block to the next.
+    assert run_block("from langmem_plugin import Memory\nmemory = Memory\n", tmp_path).returncode == 0
+    leaning = run_block("print(memory)\n", tmp_path)
+    assert leaning.returncode != 0
+    assert "NameError" in leaning.stderr
+
+
+def _param(block: Block) -> object:
+    """A block as a test parameter; the README's are part of ``pytest -m quick``."""
+    marks = [pytest.mark.quick] if block.path.name == "README.md" else []
+    return pytest.param(block, id=block.name, marks=marks)
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in BLOCKS if b.not_run is None])
+def test_block_runs_alone(block: Block, tmp_path: Path) -> None:
+    cwd = tmp_path / "reader"
+    cwd.mkdir()  # empty: the block finds no file it did not write itself
+    result = run_block(block.code, cwd)
+    assert result.returncode == 0, f"the block at {block.name} failed alone:\n{result.stderr[-4000:]}"

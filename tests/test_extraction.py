@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -296,9 +297,11 @@ def test_a_message_during_a_running_reflection_runs_after_it_with_no_overlap_and
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_shutdown_flush_loses_nothing(mode: str) -> None:
+async def test_shutdown_flush_loses_nothing(mode: str, tmp_path: Path) -> None:
     extractor = ScriptedChatModel([extracted("The user is allergic to peanuts", kind="fact", priority=9)])
-    memory = Memory(embeddings=FakeEmbeddings(), extraction=ExtractionConfig(model=extractor, debounce=3600))
+    config = ExtractionConfig(model=extractor, debounce=3600)
+    # in a directory that outlives close() (a temporary default store goes with it)
+    memory = Memory(path=tmp_path / "memory", embeddings=FakeEmbeddings(), extraction=config)
     graph = _graph(memory, ["I'll remember."])
     inputs = {"messages": [HumanMessage("I'm allergic to peanuts")]}
     if mode == "sync":
@@ -311,6 +314,7 @@ async def test_shutdown_flush_loses_nothing(mode: str) -> None:
     else:
         await memory.aflush()
     (value,) = _memories(memory).values()
+    memory.close()  # the read opened the store at path again: release it
     assert value["content"] == "The user is allergic to peanuts"
     assert value["priority"] == 9
 
@@ -353,7 +357,9 @@ async def test_the_callback_handler_and_the_middleware_reflect_through_the_turn(
     from langchain.agents import create_agent
 
     extractor = ScriptedChatModel([extracted("Her name is Alice"), extracted("Home city: Oslo")])
-    memory = Memory(embeddings=FakeEmbeddings(), extraction=ExtractionConfig(model=extractor, debounce=0))
+    store = InMemoryStore(index={"dims": 256, "embed": FakeEmbeddings(), "fields": ["content"]})  # cosine:
+    # unrelated facts stay under the match threshold, so consolidation asks the model nothing
+    memory = Memory(store, extraction=ExtractionConfig(model=extractor, debounce=0))
     model = ScriptedChatModel(["Hello Alice!", "Oslo is lovely."])
 
     def agent(state: MessagesState) -> dict[str, Any]:

@@ -79,9 +79,9 @@ def test_save_update_delete_through_the_agent_graph_are_in_history() -> None:
     memory_id = _last_id(out["messages"])
     entries = memory.history(memory_id, ALICE)
     assert [(e.action, e.old, e.new, e.source) for e in entries] == [
-        ("ADD", None, "Drinks green tea", "tool:save_memory"),
-        ("UPDATE", "Drinks green tea", "Drinks black tea", "tool:update_memory"),
-        ("DELETE", "Drinks black tea", None, "tool:delete_memory"),
+        ("ADD", None, None, "tool:save_memory"),  # forgotten: who and when, never the text (issue 24)
+        ("UPDATE", None, None, "tool:update_memory"),
+        ("DELETE", None, None, "tool:delete_memory"),
     ]
     assert {(e.run_id, e.thread_id) for e in entries} == {(str(run_id), "t1")}
     assert entries[0].at <= entries[1].at <= entries[2].at
@@ -118,11 +118,12 @@ def test_each_edit_and_its_history_entry_are_one_batch(mode: str) -> None:
     kinds = [
         [op.value["action"] for op in w if op.namespace == HISTORY and op.value is not None] for w in recorded
     ]
-    assert kinds == [["ADD"], ["UPDATE"], ["DELETE"]]
+    # the delete redacts the earlier entries (their text) in its own batch (issue 24)
+    assert kinds == [["ADD"], ["UPDATE"], ["ADD", "UPDATE", "DELETE"]]
     entries = execute(store, history_steps(Scope(user_id="alice"), saved))
     assert [(e.action, e.new) for e in entries] == [
-        ("ADD", "Lives in Oslo"),
-        ("UPDATE", "Lives in Bergen"),
+        ("ADD", None),  # redacted by the delete
+        ("UPDATE", None),
         ("DELETE", None),
     ]
 

@@ -260,10 +260,10 @@ def test_other_calls_with_arguments_of_the_wrong_type(untouched: BaseStore) -> N
             (lambda: memory.import_history([], config, batch_size="8"), "batch_size"),  # type: ignore[arg-type]
             (lambda: memory.import_history([], config, per="turn"), "per must be"),  # type: ignore[arg-type]
             (lambda: memory.import_history([], config, progress="yes"), "progress"),  # type: ignore[arg-type]
-            (lambda: memory.recall("What do I like?", config), "recall(messages) takes a list"),  # type: ignore[arg-type]
-            (lambda: memory.recall(None, config), "recall(messages) takes a list"),  # type: ignore[arg-type]
-            (lambda: memory.recall([{"role": "user", "content": "x"}], config), "messages[0] is dict"),  # type: ignore[list-item]
-            (lambda: asyncio.run(memory.arecall([("user", "x")], config)), "messages[0] is tuple"),  # type: ignore[list-item]
+            (lambda: memory.recall(None, config), "recall(messages) takes a str or a list"),  # type: ignore[arg-type]
+            (lambda: memory.recall([{"role": "wizard", "content": "x"}], config), "messages[0] is dict"),
+            (lambda: asyncio.run(memory.arecall([("user",)], config)), "messages[0] is tuple"),
+            (lambda: memory.recall(("user", "x"), config), "put it in a list"),
             (lambda: memory.recall(good, ["t"]), "config must be"),  # type: ignore[arg-type]
             (lambda: memory.history({"$ne": "x"}, config), "memory_id must be a non-empty str"),  # type: ignore[arg-type]
             (lambda: asyncio.run(memory.ahistory(None, config)), "memory_id"),  # type: ignore[arg-type]

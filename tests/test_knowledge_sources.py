@@ -104,7 +104,7 @@ def test_without_the_documents_extra_the_error_names_it(
     monkeypatch.setattr(builtins, "__import__", refuse)
     store = _store()
     with pytest.raises(MissingDependencyError, match=r'pip install "langmem-plugin\[documents\]"'):
-        add_documents(store, ["kept out.", path])
+        add_documents(store, ["kept out: the install is wrong for the whole call.", path])
     assert _chunks(store) == []
 
 
@@ -117,26 +117,58 @@ def test_without_the_documents_extra_the_error_names_it(
         ("C:\\docs\\notes.docx", "does not exist"),
     ],
 )
-def test_a_source_it_cannot_read_is_an_error_and_nothing_is_written(source: str, message: str) -> None:
+def test_a_source_it_cannot_read_is_reported_and_the_others_are_still_added(
+    source: str, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
     store = _store()
-    with pytest.raises(ConfigurationError, match=message):
-        add_documents(store, ["A good text that must not be written either.", source])
-    assert _chunks(store) == []
+    good, bad = add_documents(store, ["A good text.", source])
+    assert (good.chunks, good.error) == (1, None)
+    assert (bad.name, bad.chunks) == (source, 0)
+    assert bad.error is not None
+    assert message in bad.error
+    assert "Fix:" in bad.error
+    assert [v["content"] for v in _chunks(store)] == ["A good text."]
+    assert message in caplog.text  # logged as a warning too
 
 
-def test_broken_scanned_and_non_utf8_files_are_errors(tmp_path: Path) -> None:
+def test_broken_encrypted_scanned_empty_binary_and_huge_files_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pypdf import PdfReader, PdfWriter
+
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     write_pdf(tmp_path / "scan.pdf", ["", ""])
+    locked = PdfWriter(clone_from=PdfReader(write_pdf(tmp_path / "plain.pdf", ["secret"])))
+    locked.encrypt("pw")
+    locked.write(tmp_path / "locked.pdf")
     (tmp_path / "latin.txt").write_bytes("café".encode("latin-1"))
-    for name, message in [
-        ("broken.pdf", "could not be read as a PDF"),
-        ("scan.pdf", "holds no text"),
-        ("latin.txt", "is not UTF-8"),
-    ]:
-        with pytest.raises(ConfigurationError, match=message):
-            read_sources([tmp_path / name])
+    (tmp_path / "empty.md").write_text("")
+    (tmp_path / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    (tmp_path / "huge.txt").write_text("x" * 2_000)
+    (tmp_path / "broken.docx").write_bytes(b"PK not a zip")
+    (tmp_path / "good.md").write_text("Kept.")
+    monkeypatch.setattr("langmem_plugin.services.knowledge.sources.MAX_SOURCE_BYTES", 1_900)
+    store = _store()
+    report = {Path(a.name).name: a.error for a in add_documents(store, [tmp_path])}
+    expected = {
+        "broken.pdf": "could not be read as a PDF",
+        "scan.pdf": "holds no text",
+        "locked.pdf": "encrypted PDF",
+        "latin.txt": "is not UTF-8",
+        "empty.md": "holds no text",
+        "binary.md": "binary file",
+        "huge.txt": "more than 1,900",
+        "broken.docx": "could not be read as a .docx",
+    }
+    for name, message in expected.items():
+        assert message in (report[name] or ""), (name, report[name])
+    assert report["good.md"] is None
+    assert report["plain.pdf"] is None
+    assert sorted(v["content"] for v in _chunks(store)) == ["Kept.", "secret"]
     with pytest.raises(ConfigurationError, match="wrap it in a list"):
         read_sources(Document(page_content="one"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="decode bytes"):
+        add_documents(store, ["fine", b"bytes"])  # type: ignore[list-item]
 
 
 def test_re_adding_writes_only_changed_chunks_and_removing_removes_every_chunk() -> None:

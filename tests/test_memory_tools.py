@@ -157,26 +157,28 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
     )
     results = _results(graph.invoke({"messages": [attack]}, ALICE))
     saved, search1, search2, get1, get2, update, delete, categories = results
-    assert "bob" not in search1.content.lower() or "1234" not in search1.content
+    # an argument a tool does not take is refused by name, and the call does nothing
+    for result, argument in ((saved, "'user_id'"), (search1, "'user_id'"), (search2, "'namespace'")):
+        assert result.status == "error"
+        assert argument in result.content
+        assert "Nothing was done" in result.content
+    assert categories.status == "error"
+    assert "list_categories takes no arguments" in categories.content
     for result in (search1, search2):
         assert "1234" not in result.content
     for result in (get1, get2, update, delete):
         assert result.status == "error"
         assert "1234" not in result.content
     assert "secrets" not in categories.content
-    # bob's memory is intact and alone; the planted memory went to alice
+    # bob's memory is intact and alone; nothing was planted anywhere
     bobs = execute(store, search_steps(bob, layout, track_access=False))
     assert [(m.id, m.record.content) for m in bobs] == [(secret.id, "bob's bank PIN is 1234")]
-    assert saved.status == "success"
-    planted_id = saved.content.split()[2]
-    assert store.get(("memories", "user", "alice"), planted_id) is not None
-    # ToolNode runs one message's calls concurrently: clear in a turn of its own
+    assert store.search(("memories", "user", "alice")) == []
     clear = _calls(
         ("clear_memory", {"compartment": "user", "all": True, "user_id": "bob", "namespace": list(BOB_NS)})
     )
     cleared = _results(graph.invoke({"messages": [clear]}, ALICE))[-1]
-    assert cleared.content.startswith("Removed 1 memories from user memory")
-    assert "planted" in cleared.content
+    assert cleared.status == "error"
+    assert "'user_id', 'namespace'" in cleared.content
     assert "1234" not in cleared.content
-    assert store.get(("memories", "user", "alice"), planted_id) is None
     assert len(execute(store, search_steps(bob, layout, track_access=False))) == 1

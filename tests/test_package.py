@@ -53,6 +53,8 @@ EXPECTED_ALL = {
 
 EXPECTED_STORES_ALL = {
     "CheckpointerStore",
+    "PostgresMemoryIndexConfig",
+    "PostgresMemoryStore",
     "QdrantIndexConfig",
     "QdrantOptions",
     "QdrantSearchConfig",
@@ -80,6 +82,7 @@ DOCUMENTED_SUBMODULES = (
     "langmem_plugin.services.plan.state",
     "langmem_plugin.services.context.results",
     "langmem_plugin.services.context.summary",
+    "langmem_plugin.services.context.model_compactor",
     "langmem_plugin.services.upkeep.extraction",
     "langmem_plugin.services.upkeep.consolidation",
     "langmem_plugin.services.upkeep.forgetting",

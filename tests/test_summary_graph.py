@@ -313,7 +313,8 @@ def test_a_hostile_summary_stays_one_quoted_entry_inside_the_fence() -> None:
     system = str(model.calls[-1][0].content)
     assert system.count(FENCE_OPEN) == 1
     assert system.count(FENCE_CLOSE) == 1
-    assert json.loads(system.split(") ", 1)[1].splitlines()[0]) == hostile
+    summary = next(line for line in system.splitlines() if line.startswith('- (covers "'))
+    assert json.loads(summary.split(") ", 1)[1]) == hostile
     assert not any(line.startswith("SYSTEM") for line in system.splitlines())
 
 

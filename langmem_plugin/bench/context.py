@@ -50,6 +50,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 
 from langmem_plugin import ContextConfig, Memory, MemoryState, WindowConfig
+from langmem_plugin.bench.datasets import locomo_path
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -58,7 +59,7 @@ from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
 
 __all__ = ["ContextBenchResult", "build_trace", "main", "run_context_bench"]
 
-DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")
+DEFAULT_DATA = locomo_path()  # data/locomo/locomo10.json in the checkout, or $LANGMEM_PLUGIN_DATA
 MODEL = "gpt-4o-mini"
 _SIZES_KB = (5, 12, 30, 50, 8, 20, 40, 15, 25, 10)
 _HELDOUT_SIZES_KB = (22, 4, 45, 9, 60, 3, 33, 14, 7, 28, 18, 36)
@@ -160,7 +161,7 @@ def _conversations(data: Path) -> list[dict[str, Any]]:
     if not data.is_file():
         raise ConfigurationError(
             f"LoCoMo data not found at {str(data)!r}. Fix: pass --data PATH to locomo10.json "
-            "(e.g. ../shared/data/locomo/locomo10.json from the repository root)."
+            "(see docs/benchmarks.md for where LoCoMo comes from)."
         )
     try:
         return [c["conversation"] for c in json.loads(data.read_text(encoding="utf-8"))]

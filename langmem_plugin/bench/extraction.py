@@ -46,6 +46,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
+from langmem_plugin.bench.datasets import locomo_path
 from langmem_plugin.core.embeddings import resolve_embeddings
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
@@ -65,7 +66,7 @@ from langmem_plugin.services.upkeep import (
 
 __all__ = ["DEFAULT_DATA", "ExtractionBenchResult", "Variant", "main", "run_extraction_bench"]
 
-DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")  # from the repository root, as the other benches
+DEFAULT_DATA = locomo_path()  # data/locomo/locomo10.json in the checkout, or $LANGMEM_PLUGIN_DATA
 _TURN = re.compile(r"D(\d+):(\d+)")
 _DATE = "%I:%M %p on %d %B, %Y"
 _EVIDENCE = "evidence"

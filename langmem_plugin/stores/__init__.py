@@ -6,6 +6,9 @@
   since qdrant-client alone takes about a second to import.
 - :class:`CheckpointerStore`: a store kept in the checkpointer you already run
   (InMemorySaver, SqliteSaver, PostgresSaver), with per-item history.
+- :class:`PostgresMemoryStore` (with :class:`PostgresMemoryIndexConfig`): LangGraph's
+  ``PostgresStore`` with BM25 beside pgvector, shared by every process on the database.
+  Imported on first use (the ``postgres`` extra).
 - :func:`export_jsonl`, :func:`import_jsonl`, :func:`copy_items`: between any two BaseStores.
 """
 
@@ -17,22 +20,32 @@ from typing import TYPE_CHECKING, Any
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 
-_LAZY = frozenset({"QdrantStore", "QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig"})
+_LAZY = {
+    "QdrantStore": "qdrant",
+    "QdrantIndexConfig": "qdrant",
+    "QdrantOptions": "qdrant",
+    "QdrantSearchConfig": "qdrant",
+    "PostgresMemoryStore": "postgres",
+    "PostgresMemoryIndexConfig": "postgres",
+}
 
 if TYPE_CHECKING:  # type checkers see the names; a module __getattr__ would hide unknown imports from them
+    from langmem_plugin.stores.postgres import PostgresMemoryIndexConfig, PostgresMemoryStore
     from langmem_plugin.stores.qdrant import QdrantIndexConfig, QdrantOptions, QdrantSearchConfig, QdrantStore
 else:
 
     def __getattr__(name: str) -> Any:
         if name not in _LAZY:
             raise AttributeError(f"module 'langmem_plugin.stores' has no attribute {name!r}")
-        value = getattr(importlib.import_module("langmem_plugin.stores.qdrant"), name)
+        value = getattr(importlib.import_module(f"langmem_plugin.stores.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
 
 
 __all__ = [
     "CheckpointerStore",
+    "PostgresMemoryIndexConfig",
+    "PostgresMemoryStore",
     "QdrantIndexConfig",
     "QdrantOptions",
     "QdrantSearchConfig",

@@ -1,7 +1,7 @@
 """Checks of what a caller hands :class:`~langmem_plugin.Memory` directly, before any store call.
 
 A value of the wrong type raises a typed error that names it and the fix, instead of an
-``AttributeError`` from deep inside (``config="t1"``, ``recall("hi")``, ``history(None)``) or,
+``AttributeError`` from deep inside (``config="t1"``, ``recall(None)``, ``history(None)``) or,
 worse, a call that quietly does something else (a ``str`` read as a list of one-letter
 messages, a dict id read as a filter).
 """
@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.prompt_values import PromptValue
 
 from langmem_plugin.core.scope import Scope, resolve_scope
 from langmem_plugin.errors import ConfigurationError, shown
+from langmem_plugin.services.context import read_messages
 
-__all__ = ["memory_id_of", "messages_of", "scope_of"]
+__all__ = ["memory_id_of", "messages_of", "scope_of", "state_of"]
 
 
 def scope_of(config: Any) -> Scope:
@@ -43,26 +45,59 @@ def scope_of(config: Any) -> Scope:
     return resolve_scope(config)
 
 
+#: The roles a ``(role, content)`` pair may name (LangChain's ``convert_to_messages``).
+_ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
+_MESSAGES_FIX = (
+    'Fix: pass a str, or a list of messages as a chat model takes them: [("user", "...")], '
+    '[{"role": "user", "content": "..."}] or [HumanMessage("...")].'
+)
+
+
 def messages_of(messages: Any, method: str) -> list[BaseMessage]:
-    """``messages`` as a list, once it is a list or tuple of LangChain messages.
+    """``messages`` as LangChain messages, read as a chat model reads its input.
+
+    A ``str`` is one user message; a ``PromptValue`` or a single ``BaseMessage`` gives its
+    messages; a list or tuple may mix ``BaseMessage`` objects, ``(role, content)`` pairs and
+    ``{"role": ..., "content": ...}`` dicts (``langchain_core.messages.convert_to_messages``).
+
+    >>> [m.type for m in messages_of([("user", "hi"), {"role": "assistant", "content": "hey"}], "recall")]
+    ['human', 'ai']
+    >>> messages_of("green tea", "recall")[0].content
+    'green tea'
 
     Raises:
-        ConfigurationError: ``messages`` is not a list or tuple, or holds something that is not
-            a ``BaseMessage`` (the message names its index).
+        ConfigurationError: ``messages`` is none of these, or holds something LangChain cannot read
+            as a message (the error names its index, what it is, why and the fix) — never an
+            empty recall from input that was misread.
     """
+    if isinstance(messages, str):
+        return [HumanMessage(messages)]
+    if isinstance(messages, BaseMessage):
+        return [messages]
+    if isinstance(messages, PromptValue):
+        return messages.to_messages()
     if not isinstance(messages, list | tuple):
         raise ConfigurationError(
-            f"{method}(messages) takes a list of LangChain messages, got {type(messages).__name__} "
-            f"{shown(messages)}. Fix: pass [HumanMessage('...')]."
+            f"{method}(messages) takes a str or a list of messages, got {type(messages).__name__} "
+            f"{shown(messages)}. {_MESSAGES_FIX}"
         )
-    for index, message in enumerate(messages):
-        if not isinstance(message, BaseMessage):
-            raise ConfigurationError(
-                f"{method}(messages): messages[{index}] is {type(message).__name__} {shown(message)}, "
-                "not a LangChain message. Fix: pass HumanMessage/AIMessage objects (for dicts or "
-                "(role, content) pairs: langchain_core.messages.convert_to_messages)."
-            )
-    return list(messages)
+    if _bare_pair(messages):
+        raise ConfigurationError(
+            f"{method}(messages) got one (role, content) pair {shown(messages)}, which reads as two "
+            f"messages. Fix: put it in a list: [{shown(messages)}]."
+        )
+    return read_messages(messages, f"{method}(messages)")
+
+
+def _bare_pair(messages: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``messages`` is a ``("user", "...")`` pair itself rather than a list of messages."""
+    return (
+        isinstance(messages, tuple)
+        and len(messages) == 2
+        and isinstance(messages[0], str)
+        and messages[0] in _ROLES
+        and isinstance(messages[1], str)
+    )
 
 
 def memory_id_of(memory_id: Any) -> str:
@@ -77,3 +112,15 @@ def memory_id_of(memory_id: Any) -> str:
             "Fix: pass the 'id' that search_memory or Memory.recall returned."
         )
     return str.__str__(memory_id)
+
+
+def state_of(state: Any, key: str, method: str) -> Any:
+    """``state`` with its ``key`` messages read by :func:`messages_of` when it is a mapping (a
+    graph's state as a dict may hold ``("user", "...")`` pairs; ``add_messages`` would convert them).
+
+    Raises:
+        ConfigurationError: the messages are not messages (see :func:`messages_of`).
+    """
+    if not isinstance(state, Mapping) or state.get(key) is None:
+        return state
+    return {**state, key: messages_of(state[key], method)}

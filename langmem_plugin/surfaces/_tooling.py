@@ -6,37 +6,75 @@ model's arguments) and an answer formatter. :func:`store_tool` turns them into a
 (:func:`~langmem_plugin.services.store_steps.execute` or ``aexecute``). The scope and
 store come from the run (``resolve``), never from the model. Errors the model can
 fix come back as an error ``ToolMessage`` that says what to do; invalid arguments
-too; configuration errors propagate.
+too — an argument the tool does not take among them (the answer names it and the
+arguments the tool takes; nothing is done); configuration errors propagate.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.layout import aroom_held, room_held
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
-__all__ = ["StepsBuilder", "store_tool", "validation_message"]
+__all__ = ["StepsBuilder", "store_tool", "strict_schema", "validation_message"]
 
 #: Store steps for one call: from the run's scope and the call's (validated) arguments.
 StepsBuilder = Callable[[Scope, dict[str, Any]], StoreSteps[Any]]
 
 
-def validation_message(exc: ValidationError) -> str:
-    """What a tool answers to arguments its schema refuses: each problem, and to call again."""
-    problems = "; ".join(
+def validation_message(exc: ValidationError, tool: str | None = None, takes: Sequence[str] = ()) -> str:
+    """What a tool answers to arguments its schema refuses: each problem, and to call again.
+
+    An argument the tool does not take is named, with the arguments it takes (``takes``).
+    """
+    errors = exc.errors(include_url=False)
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+    problems = [
         f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-        for e in exc.errors(include_url=False)
+        for e in errors
+        if e["type"] != "extra_forbidden"
+    ]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        its = f"{tool} takes " if tool else "the tool takes "
+        arguments = f"{its}{', '.join(takes)}" if takes else f"{its}no arguments"
+        problems.insert(0, f"unknown argument(s) {listed}: {arguments}")
+    return (
+        f"Error: invalid arguments: {'; '.join(problems)}. Nothing was done. "
+        "Fix the arguments and call the tool again."
     )
-    return f"Error: invalid arguments: {problems}. Fix the arguments and call the tool again."
+
+
+def strict_schema(schema: type[BaseModel]) -> type[BaseModel]:
+    """``schema`` refusing arguments it does not declare (pydantic ignores them by default, so a
+    misnamed or invented argument would be dropped in silence and the call do something else)."""
+    if schema.model_config.get("extra") == "forbid":
+        return schema
+    config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
+    return type(schema.__name__, (schema,), {"model_config": config, "__doc__": schema.__doc__})
+
+
+class _StrictTool(StructuredTool):
+    """A ``StructuredTool`` that refuses arguments to a tool that takes none: LangChain skips the
+    schema of a tool without fields and drops whatever the call passed."""
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        schema = self.args_schema
+        takes_none = isinstance(schema, type) and issubclass(schema, BaseModel) and not schema.model_fields
+        if takes_none and isinstance(tool_input, dict) and tool_input:
+            schema.model_validate(tool_input)  # type: ignore[union-attr]  # extra_forbidden: an error answer
+        return super()._to_args_and_kwargs(tool_input, tool_call_id)
 
 
 def store_tool(
@@ -49,6 +87,7 @@ def store_tool(
     answer: Callable[[Any], str],
     fixable: tuple[type[Exception], ...],
     room: Callable[[Scope, dict[str, Any]], tuple[str, ...] | None] | None = None,
+    artifact: Callable[[Any], Any] | None = None,
 ) -> StructuredTool:
     """A tool over store steps.
 
@@ -63,8 +102,11 @@ def store_tool(
         room: the namespace a call adds an item to when its item limit must hold (``None``: no
             limit): count-then-put runs under that namespace's lock, so concurrent calls in this
             process never overshoot it.
+        artifact: the ``ToolMessage.artifact`` of a call, from the steps' result (``None``: no
+            artifact). The memory tools say there which memories a call changed.
     """
     fields = set(schema.model_fields)
+    schema = strict_schema(schema)
 
     def prepare(config: RunnableConfig, kwargs: dict[str, Any]) -> tuple[BaseStore, StoreSteps[Any], Any]:
         scope, store = resolve(config)
@@ -72,23 +114,26 @@ def store_tool(
         held = room(scope, args) if room is not None else None
         return store, build(scope, args), held
 
-    def run(config: RunnableConfig, **kwargs: Any) -> str:
+    def respond(result: Any) -> Any:
+        return (answer(result), artifact(result)) if artifact is not None else answer(result)
+
+    def run(config: RunnableConfig, **kwargs: Any) -> Any:
         try:
             store, steps, held = prepare(config, kwargs)
             with room_held(store, held) if held else contextlib.nullcontext():
-                return answer(execute(store, steps))
+                return respond(execute(store, steps))
         except fixable as exc:
             raise ToolException(f"Error: {exc}") from exc
 
-    async def arun(config: RunnableConfig, **kwargs: Any) -> str:
+    async def arun(config: RunnableConfig, **kwargs: Any) -> Any:
         try:
             store, steps, held = prepare(config, kwargs)
             async with aroom_held(store, held) if held else contextlib.nullcontext():
-                return answer(await aexecute(store, steps))
+                return respond(await aexecute(store, steps))
         except fixable as exc:
             raise ToolException(f"Error: {exc}") from exc
 
-    return StructuredTool.from_function(
+    return _StrictTool.from_function(
         func=run,
         coroutine=arun,
         name=name,
@@ -96,5 +141,6 @@ def store_tool(
         args_schema=schema,
         infer_schema=False,
         handle_tool_error=True,
-        handle_validation_error=validation_message,
+        handle_validation_error=lambda exc: validation_message(exc, name, list(schema.model_fields)),
+        response_format="content_and_artifact" if artifact is not None else "content",
     )

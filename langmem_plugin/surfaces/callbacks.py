@@ -13,10 +13,11 @@ remember node and the middleware make, through the same episode writer.
 It records retrievals: documents returned by retrievers and the results of
 the memory tools (``search_memory``, ``get_memory``) — see :attr:`records`.
 
-**Recall needs the node or the middleware.** A LangChain callback observes a
-model call; it cannot change the model's input. To put memories *into* the
-prompt, add :attr:`Memory.recall_node` before your model node, or use
-:meth:`Memory.middleware` with ``create_agent``.
+**Recall needs the node, the middleware or a wrapped model.** A LangChain callback
+observes a model call; it cannot change the model's input. To put memories *into* the
+prompt, add :attr:`Memory.recall_node` before your model node, use
+:meth:`Memory.middleware` with ``create_agent``, or call ``memory.wrap(model)`` where your
+code calls the model (:mod:`langmem_plugin.surfaces.wrap`).
 
 The scope comes from the run's config (``configurable``: ``user_id``,
 ``thread_id``) and the graph's runtime context, never from model output.

@@ -14,27 +14,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import StateGraph
-from langgraph.store.base import BaseStore, IndexConfig
-from langgraph.store.memory import InMemoryStore
+from langgraph.store.base import BaseStore
 
-from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
+from langmem_plugin.core.embeddings import EmbeddingsSpec
+from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services import aexecute, execute
-from langmem_plugin.services.context import ContextConfig
+from langmem_plugin.services.context import RUN_NOTE_TOOL, ContextConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import INDEX_FIELDS, StoredMemory
+from langmem_plugin.services.operations import StoredMemory
 from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import HybridRetriever, Recall, RecallConfig
 from langmem_plugin.services.remember import (
@@ -49,11 +51,15 @@ from langmem_plugin.services.upkeep import (
     ConsolidationConfig,
     ExtractionConfig,
     ForgetReport,
+    Forgotten,
     Reflector,
+    drop_queued,
+    forget_matching_steps,
     forget_steps,
     forget_user_steps,
 )
-from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of
+from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of, state_of
+from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
@@ -63,9 +69,12 @@ from langmem_plugin.surfaces.callbacks import (
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.plan_tools import create_plan_tools
 from langmem_plugin.surfaces.result_tools import create_result_tools
+from langmem_plugin.surfaces.run_tools import create_run_tools
 from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
+from langmem_plugin.surfaces.wrap import MemoryModel
 
 if TYPE_CHECKING:
+    from langmem_plugin.stores.qdrant import QdrantStore
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
 __all__ = [
@@ -85,65 +94,17 @@ class ToolsConfig:
     """Which memory tools :attr:`Memory.tools` has, and how the model sees them.
 
     Attributes:
-        include: the tools, by default name (see ``MEMORY_TOOL_NAMES``).
+        include: the tools, by default name (see ``MEMORY_TOOL_NAMES``), and ``"add_run_note"``
+            (:mod:`~langmem_plugin.surfaces.run_tools`: a note for the rest of the run).
         names: rename tools: ``{"save_memory": "remember_fact"}``.
         instructions: text added to each tool's description (house rules for the model).
         compartments: the compartments the tools may read and write.
     """
 
-    include: tuple[str, ...] = MEMORY_TOOL_NAMES
+    include: tuple[str, ...] = (*MEMORY_TOOL_NAMES, RUN_NOTE_TOOL)
     names: Mapping[str, str] = field(default_factory=dict)
     instructions: str | None = None
     compartments: tuple[Compartment | str, ...] = (Compartment.USER, Compartment.SESSION)
-
-
-#: What BM25 should read of what remember writes: the session's date (as the history gave it),
-#: the turn before (the question an answer shares no word with) and the text itself.
-LEXICAL_FIELDS: tuple[str, ...] = ("metadata.session", "metadata.context", "content")
-
-
-class MemoryIndexConfig(IndexConfig, total=False):
-    """An ``index`` config that ``QdrantStore`` and ``CheckpointerStore`` both take."""
-
-    lexical_fields: list[str]
-    mode: Literal["semantic", "lexical", "hybrid"]
-
-
-def memory_index(
-    embeddings: EmbeddingsSpec | None = None, *, mode: Literal["semantic", "lexical", "hybrid"] = "hybrid"
-) -> MemoryIndexConfig:
-    """The ``index`` config for ``QdrantStore`` and ``CheckpointerStore`` that suits what Memory writes.
-
-    Dense vectors of each memory's ``content``, and a BM25 index over :data:`LEXICAL_FIELDS`
-    (the stores' candidate lists give recall both). ``embeddings`` is resolved as ``Memory``
-    resolves it (default: the offline MiniLM). ``mode`` is read by a CheckpointerStore only
-    (QdrantStore always keeps both indexes): ``"hybrid"`` keeps the BM25 index its default
-    ``"semantic"`` mode does without.
-
-    >>> from langmem_plugin.testing import FakeEmbeddings
-    >>> index = memory_index(FakeEmbeddings(32))
-    >>> index["dims"], index["fields"], index["lexical_fields"], index["mode"]
-    (32, ['content'], ['metadata.session', 'metadata.context', 'content'], 'hybrid')
-    """
-    embedder = resolve_embeddings(embeddings)
-    index = MemoryIndexConfig(
-        dims=embedding_dims(embedder), embed=embedder, fields=list(INDEX_FIELDS), mode=mode
-    )
-    if mode != "semantic":
-        index["lexical_fields"] = list(LEXICAL_FIELDS)
-    return index
-
-
-def default_store(embeddings: EmbeddingsSpec | None = None) -> InMemoryStore:
-    """LangGraph's InMemoryStore, indexing memory content with ``embeddings`` (default: offline MiniLM).
-
-    For experiments and tests: it lives in this process only. Pass a durable store
-    (``QdrantStore``, ``CheckpointerStore``, PostgresStore, ...) to ``Memory(store=...)`` to keep memories.
-    """
-    embedder = resolve_embeddings(embeddings)
-    return InMemoryStore(
-        index={"embed": embedder, "dims": embedding_dims(embedder), "fields": list(INDEX_FIELDS)}
-    )
 
 
 def scores_are_similarities(store: BaseStore) -> bool:
@@ -163,7 +124,13 @@ class Memory(DocumentMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
-        store: any LangGraph ``BaseStore``; ``None`` makes an in-process :func:`default_store`.
+        store: any LangGraph ``BaseStore``. ``None`` (the default): :func:`default_store`, Qdrant's
+            embedded engine with hybrid (dense + BM25) recall, in a temporary directory removed when
+            the memory is closed, garbage-collected or the process exits — or in ``path``.
+            ``Memory(InMemoryStore())`` keeps memory in LangGraph's InMemoryStore (dense-only
+            recall, see docs/stores.md).
+        path: where the default store keeps memory, durably (a directory, created when missing;
+            one opener at a time). Only without ``store``.
         embeddings: the embedder of the default store (ignored when ``store`` is given).
         layout: namespace templates and size limits of the compartments.
         recall: search, rank and token budgets of recall (default :class:`RecallConfig`: the
@@ -208,6 +175,7 @@ class Memory(DocumentMethods):
         self,
         store: BaseStore | None = None,
         *,
+        path: str | os.PathLike[str] | None = None,
         embeddings: EmbeddingsSpec | None = None,
         layout: MemoryLayout | None = None,
         recall: RecallConfig | None = None,
@@ -215,12 +183,20 @@ class Memory(DocumentMethods):
         context: ContextConfig | None = None,
         plan: bool | PlanConfig = False,
         extraction: ExtractionConfig | None = None,
-        tools: ToolsConfig | Iterable[str] = MEMORY_TOOL_NAMES,
+        tools: ToolsConfig | Iterable[str] = (*MEMORY_TOOL_NAMES, RUN_NOTE_TOOL),
         tokenizer_model: str | None = None,
         **renamed: Any,
     ) -> None:
         context, model = with_renamed("Memory", context, tokenizer_model, renamed)
-        self.store: BaseStore = store if store is not None else default_store(embeddings)
+        if store is not None and path is not None:
+            raise ConfigurationError(
+                f"Memory got both a store ({type(store).__name__}) and path={shown(path)}; path= is "
+                "where the default store lives. Fix: pass one of them."
+            )
+        self._made: QdrantStore | None = None  # the store Memory made, which close() closes
+        if store is None:
+            store = self._made = default_store(embeddings, path=path)
+        self.store: BaseStore = store
         self.layout = layout or MemoryLayout()
         if recall is None:
             recall = RecallConfig()
@@ -289,7 +265,10 @@ class Memory(DocumentMethods):
         """The memory tools (the plan tools in plan mode, the result tools with ``results``):
         ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``,
         ``create_agent(model, tools=memory.tools, ...)``."""
-        tools = [*self._memory_tools(self.tools_config), *self._result_tools()]
+        tools = self._memory_tools(self.tools_config)
+        if RUN_NOTE_TOOL in self.tools_config.include:
+            tools += create_run_tools(layout=self.layout, keys=self.keys)
+        tools += self._result_tools()
         if self.plan_config is not None:
             tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
         return tools
@@ -304,7 +283,7 @@ class Memory(DocumentMethods):
         return create_memory_tools(
             store=self.store,
             layout=self.layout,
-            include=config.include,
+            include=[name for name in config.include if name != RUN_NOTE_TOOL],
             names=config.names,
             instructions=config.instructions,
             compartments=config.compartments,
@@ -351,6 +330,11 @@ class Memory(DocumentMethods):
 
         return MemoryMiddleware(self.turn)
 
+    def wrap(self, model: Runnable[Any, Any]) -> MemoryModel:
+        """``model`` with memory, for code that calls a chat model itself: recall before every call,
+        remember after an answer (:mod:`langmem_plugin.surfaces.wrap` says what it cannot do)."""
+        return MemoryModel(model, self.turn, self.store)
+
     def callback_handler(self) -> MemoryCallbackHandler:
         """A sync callback handler for ``config["callbacks"]`` (stores episodes, records retrievals)."""
         return MemoryCallbackHandler(self.turn, retrieving_tools=self._retrieving_tools())
@@ -366,25 +350,34 @@ class Memory(DocumentMethods):
     # -- direct use ---------------------------------------------------------------------------
 
     def messages_for_model(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
-        """The messages your own model node should send: system (instructions + memory) + window."""
+        """The messages your own model node should send: system (instructions + memory) + window.
+
+        A dict state's messages may be what a chat model takes (``("user", "...")`` pairs...).
+        """
+        state = state_of(state, self.keys.messages, "messages_for_model")
         return self.turn.model_messages(state, instructions=instructions)
 
     def recall(
         self,
-        messages: Sequence[BaseMessage],
+        messages: LanguageModelInput,
         config: RunnableConfig | None = None,
         *,
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
     ) -> Recall:
-        """Recall outside a graph, for the scope in ``config``."""
+        """Recall outside a graph, for the scope in ``config``.
+
+        ``messages`` is what a chat model takes: a str (one user message), a list of messages,
+        ``("user", "...")`` pairs or ``{"role": ..., "content": ...}`` dicts; the last user
+        message is the query. Input that is none of these raises ``ConfigurationError``.
+        """
         scope = scope_of(config)
         messages = messages_of(messages, "recall")
         return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory)
 
     async def arecall(
         self,
-        messages: Sequence[BaseMessage],
+        messages: LanguageModelInput,
         config: RunnableConfig | None = None,
         *,
         plan: Any = None,
@@ -471,22 +464,42 @@ class Memory(DocumentMethods):
         )
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait for background writes to finish, then run pending reflections now and wait for them."""
+        """Wait for background writes to finish, then run pending reflections now and wait for them
+        (and for the model compactor's descriptions of tool results)."""
         self.writer.flush(timeout)
         if self.reflector is not None:
             self.reflector.flush(timeout)
+        if self.turn.describer is not None:
+            self.turn.describer.flush(timeout)
 
     async def aflush(self) -> None:
         """Async :meth:`flush`."""
         await self.writer.aflush()
         if self.reflector is not None:
             await self.reflector.aflush()
+        if self.turn.describer is not None:
+            await self.turn.describer.aflush()
 
     def close(self) -> None:
-        """Finish background writes and reflections and stop their worker threads."""
+        """Finish background writes and reflections and stop their worker threads.
+
+        The store ``Memory`` made (no ``store`` given) is closed too: a temporary one is removed
+        with its directory, one at ``path`` is released for the next opener. A store you gave
+        stays open.
+        """
         self.writer.close()
         if self.reflector is not None:
             self.reflector.close()
+        if self.turn.describer is not None:
+            self.turn.describer.close()
+        if self._made is not None:
+            self._made.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- history and forgetting ---------------------------------------------------------------
 
@@ -511,26 +524,44 @@ class Memory(DocumentMethods):
         scope = scope_of(config)
         return await aexecute(self.store, forget_steps(scope, self.layout, memory_id_of(memory_id)))
 
+    def forget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
+        """Forget every memory and past exchange of ``config``'s user (and thread) whose text holds
+        every word of ``query`` (:func:`~langmem_plugin.services.upkeep.forget_matching_steps`);
+        what was removed.
+
+        Raises:
+            InvalidFilterError: ``query`` is empty, too long or names nothing; nothing is removed.
+        """
+        return execute(self.store, forget_matching_steps(scope_of(config), self.layout, query))
+
+    async def aforget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
+        """Async :meth:`forget_about`."""
+        return await aexecute(self.store, forget_matching_steps(scope_of(config), self.layout, query))
+
     def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
 
-        Pending reflections run first, so none writes the user's memories back afterwards.
+        The user's queued reflections and failed writes are dropped first (``report.queued``),
+        so none writes the user's memories back afterwards.
 
         Raises:
             ScopeError: ``user_id`` (or one of ``threads``) is not an id: not a ``str``, empty,
                 or with a ``.`` or a control character; raised before anything is read or written.
         """
         steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
-        self.flush()
+        queued = drop_queued(user_id, self.writer, self.reflector)
         report = execute(self.store, steps)
+        report.queued = queued
         self.turn.reset_thread_index(user_id)
         return report
 
     async def aforget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Async :meth:`forget_user`."""
         steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
-        await self.aflush()
+        await self.writer.aflush()
+        queued = await asyncio.to_thread(drop_queued, user_id, self.writer, self.reflector)
         report = await aexecute(self.store, steps)
+        report.queued = queued
         self.turn.reset_thread_index(user_id)
         return report
 

@@ -38,7 +38,12 @@ from langchain_core.messages import SystemMessage
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
-from langmem_plugin.services.context import ConversationSummary, keep_first, summary_reducer
+from langmem_plugin.services.context import (
+    ConversationSummary,
+    keep_first,
+    run_notes_reducer,
+    summary_reducer,
+)
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
@@ -66,7 +71,7 @@ class MemoryAgentState(AgentState[Any]):
 
     memory_prompt: NotRequired[str]
     memory_context: NotRequired[dict[str, Any]]
-    run_memory: NotRequired[list[str]]
+    run_memory: Annotated[NotRequired[list[str]], run_notes_reducer]
     plan: NotRequired[Annotated[Plan | None, plan_reducer]]
     tool_results: Annotated[NotRequired[dict[str, Any]], keep_first]
     compacted: Annotated[NotRequired[dict[str, str]], keep_first]

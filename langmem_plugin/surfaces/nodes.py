@@ -36,7 +36,12 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.context import ConversationSummary, keep_first, summary_reducer
+from langmem_plugin.services.context import (
+    ConversationSummary,
+    keep_first,
+    run_notes_reducer,
+    summary_reducer,
+)
 from langmem_plugin.services.plan import Plan, plan_reducer
 from langmem_plugin.services.turn import DEFAULT_KEYS, MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
@@ -52,7 +57,8 @@ class MemoryState(MessagesState, total=False):
         memory_prompt: the fenced context recall built for the next model call.
         memory_context: what recall injected (query, ids, scores, tokens per section) and
             what remember stored.
-        run_memory: notes of this run (strings), always injected, cleared when the run ends.
+        run_memory: notes of this run (strings), always injected, cleared when the run ends; the
+            ``add_run_note`` tool appends to it (its reducer keeps parallel calls in order).
         plan: the agent's plan (:mod:`langmem_plugin.services.plan.state`), changed by the plan tools;
             its reducer merges the updates of parallel tool calls.
         tool_results: the stored tool results, by tool-call id (written once).
@@ -63,7 +69,7 @@ class MemoryState(MessagesState, total=False):
 
     memory_prompt: str
     memory_context: dict[str, Any]
-    run_memory: list[str]
+    run_memory: Annotated[list[str], run_notes_reducer]
     plan: Annotated[Plan | None, plan_reducer]
     tool_results: Annotated[dict[str, Any], keep_first]
     compacted: Annotated[dict[str, str], keep_first]

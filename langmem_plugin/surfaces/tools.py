@@ -27,10 +27,12 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchOp
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
+from langmem_plugin.core.record import MemoryRecord, memory_artifact
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import (
     CompartmentError,
     ConfigurationError,
@@ -49,14 +51,20 @@ from langmem_plugin.services.layout import (
 from langmem_plugin.services.operations import (
     StoredMemory,
     categories_steps,
-    clear_steps,
-    delete_steps,
     get_steps,
     save_steps,
     search_steps,
-    update_steps,
+    to_stored,
 )
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.upkeep import (
+    Cleared,
+    Forgotten,
+    clear_reaching_steps,
+    forget_matching_steps,
+    forget_steps,
+    revise_steps,
+)
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 from langmem_plugin.surfaces._tooling import store_tool
 
@@ -71,6 +79,7 @@ MEMORY_TOOL_NAMES = (
     "delete_memory",
     "list_categories",
     "clear_memory",
+    "forget_memories",
 )
 
 _FIXABLE = (
@@ -120,6 +129,13 @@ class UpdateMemoryInput(BaseModel):
     priority: StrictInt | None = Field(default=None, description="The new priority, a whole number 1 to 10.")
 
 
+class ForgetMemoriesInput(BaseModel):
+    query: str = Field(
+        description="The words that name what to forget, e.g. 'half marathon': every memory and past "
+        "exchange holding all of them is removed."
+    )
+
+
 class NoInput(BaseModel):
     pass
 
@@ -135,12 +151,16 @@ class ClearMemoryInput(BaseModel):
 
 
 _DESCRIPTIONS = {
-    "save_memory": "Save a new memory: a fact, preference or note worth keeping for later conversations.",
+    "save_memory": "Save a new memory: a fact, preference or note worth keeping for later conversations. "
+    "Saving the exact text of a memory already saved returns that memory instead of a copy.",
     "search_memory": "Search saved memories by meaning, category, tags or date. "
-    "Returns id, content, category, score.",
+    "Returns id, content, category and score (how well it matches the query: higher is better, "
+    "comparable only within one answer).",
     "get_memory": "Read one memory in full by its id.",
     "update_memory": "Change a memory (by id) that is outdated or wrong; pass only the fields to change.",
-    "delete_memory": "Delete a memory by its id.",
+    "delete_memory": "Delete (forget) a memory by its id, with the past exchanges it was saved from.",
+    "forget_memories": "Forget everything about a subject: every memory and past exchange whose text "
+    "holds all the words of the query is removed. Reports what was removed. Irreversible.",
     "list_categories": "List the categories of saved memories, with how many memories each holds.",
     "clear_memory": "Delete the memories of a compartment that are in a category (and its sub-categories) "
     "or carry all the given tags. To delete a whole compartment, call it with all=true and no category "
@@ -182,9 +202,28 @@ def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[st
     return ctx.layout.namespace(comp, scope)
 
 
-def _save_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+@dataclass(frozen=True)
+class _Saved:
+    """What ``save_memory`` did: saved ``memory``, or found it already there (``existing``)."""
+
+    memory: StoredMemory
+    existing: bool
+
+
+def _save_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[_Saved]:
+    """Save the memory, unless a current memory of the compartment already says exactly this:
+    then that one is the answer and nothing is written (a model that saves a fact it was told
+    twice, or a re-run, does not pile up copies)."""
     comp = parse_compartment(a.get("compartment") or ctx.default_compartment, allowed=ctx.compartments)
-    return save_steps(
+    content = a["content"]
+    MemoryRecord(content=content)  # a bad content is refused before any store call
+    namespace = ctx.layout.namespace(comp, scope)
+    (page,) = yield [SearchOp(namespace, filter={"content": content}, limit=10)]
+    for item in page:
+        same = to_stored(item, comp) if tuple(item.namespace) == namespace else None
+        if same is not None and same.record.content == content and is_current(same.record):
+            return _Saved(same, existing=True)
+    saved = yield from save_steps(
         scope,
         ctx.layout,
         a["content"],
@@ -196,9 +235,17 @@ def _save_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[An
         source="tool:save_memory",
         recorded_by="tool:save_memory",
     )
+    return _Saved(saved, existing=False)
 
 
-def _save_answer(m: StoredMemory) -> str:
+def _save_answer(saved: _Saved) -> str:
+    m = saved.memory
+    if saved.existing:
+        return (
+            f"Memory {m.id} in {_where(m)} already says exactly this (category {m.record.category!r}): "
+            "nothing was saved again. To change its category, tags or priority, call update_memory "
+            "with this id."
+        )
     return f"Saved memory {m.id} in {_where(m)} (category {m.record.category!r})."
 
 
@@ -250,7 +297,7 @@ def _update_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[
             "update_memory needs at least one field to change: content, category, tags, metadata or priority",
             field="content",
         )
-    return update_steps(
+    return revise_steps(
         scope,
         ctx.layout,
         a["id"],
@@ -269,13 +316,23 @@ def _update_answer(m: StoredMemory) -> str:
 
 
 def _delete_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
-    return delete_steps(
+    return forget_steps(
         scope, ctx.layout, a["id"], compartments=ctx.compartments, recorded_by="tool:delete_memory"
     )
 
 
 def _delete_answer(m: StoredMemory) -> str:
     return f"Deleted memory {m.id} from {_where(m)}: {m.record.content!r}."
+
+
+def _forget_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    return forget_matching_steps(scope, ctx.layout, a["query"], recorded_by="tool:forget_memories")
+
+
+def _forget_answer(forgotten: Forgotten) -> str:
+    if not forgotten.memories and not forgotten.exchanges:
+        return "Nothing matched: nothing was removed."
+    return f"Forgot {forgotten.summary()}. Memory ids removed: {_dump(forgotten.ids)}."
 
 
 def _categories_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
@@ -288,7 +345,7 @@ def _categories_answer(counts: dict[str, int]) -> str:
 
 def _clear_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
     comp = parse_compartment(a["compartment"], allowed=ctx.compartments)
-    return clear_steps(
+    return clear_reaching_steps(
         scope,
         ctx.layout,
         comp,
@@ -299,13 +356,16 @@ def _clear_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[A
     )
 
 
-def _clear_answer(removed: list[StoredMemory]) -> str:
+def _clear_answer(cleared: Cleared) -> str:
+    removed = cleared.memories
     if not removed:
         return "Nothing matched: no memory was removed."
     where = removed[0].compartment.value
     listed = _dump([{"id": m.id, "content": m.record.content} for m in removed[:50]])
     more = f" (and {len(removed) - 50} more)" if len(removed) > 50 else ""
-    return f"Removed {len(removed)} memories from {where} memory: {listed}{more}"
+    gone = cleared.forgotten.exchanges
+    exchanges = f" and {len(gone)} past exchanges they came from" if gone else ""
+    return f"Removed {len(removed)} memories from {where} memory{exchanges}: {listed}{more}"
 
 
 _TOOLS: dict[str, tuple[type[BaseModel], _Builder, Callable[[Any], str]]] = {
@@ -316,6 +376,16 @@ _TOOLS: dict[str, tuple[type[BaseModel], _Builder, Callable[[Any], str]]] = {
     "delete_memory": (MemoryIdInput, _delete_steps, _delete_answer),
     "list_categories": (NoInput, _categories_steps, _categories_answer),
     "clear_memory": (ClearMemoryInput, _clear_steps, _clear_answer),
+    "forget_memories": (ForgetMemoriesInput, _forget_steps, _forget_answer),
+}
+
+#: What each tool's ``ToolMessage.artifact`` says it changed (remember links the exchange to it).
+_ARTIFACTS: dict[str, Callable[[Any], Any]] = {
+    "save_memory": lambda saved: memory_artifact("saved", [saved.memory.id]),
+    "update_memory": lambda m: memory_artifact("updated", [m.id]),
+    "delete_memory": lambda m: memory_artifact("forgotten", [m.id]),
+    "forget_memories": lambda f: memory_artifact("forgotten", [*f.ids, *f.exchanges]),
+    "clear_memory": lambda c: memory_artifact("forgotten", [*c.ids, *c.forgotten.exchanges]),
 }
 
 
@@ -330,6 +400,7 @@ def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> Structu
         answer=answer,
         fixable=_FIXABLE,
         room=lambda scope, args: _room(ctx, scope, kind, args),
+        artifact=_ARTIFACTS.get(kind),
     )
 
 

@@ -11,7 +11,8 @@ turns (``"D3:7"``) that hold its answer. This benchmark:
    averaged over questions — per category (1 multi-hop, 2 temporal, 3
    open-domain, 4 single-hop, 5 adversarial) and overall. Malformed evidence
    strings (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``) are split and
-   normalised; a question with no parseable evidence is skipped and counted;
+   normalised (:func:`normalise_evidence`); a question whose evidence does not all
+   name turns of its conversation is skipped and counted;
 3. counts the tokens (cl100k) that injecting the top k would cost, against the
    whole conversation as plain text;
 4. times each query end to end, the query's embedding included.
@@ -36,14 +37,22 @@ scored from the turn's text alone) (:data:`LOCOMO_RETRIEVAL`; the last three are
 were tuned on conversations 0-4; report 5-9 apart (:meth:`LocomoResult.only`)
 to see what tuning bought.
 
-The ``product`` rows (``product``: embedded QdrantStore, ``product-inmemory``: InMemoryStore)
-take the path a user takes instead: each conversation imported with ``Memory.import_history``
-and each question recalled with ``Memory.recall`` and its defaults; they report the evidence
-recall and the tokens of what recall *injects* (one number, no k) and the import's turns per
-second (:mod:`langmem_plugin.bench.locomo.product`).
+The ``product`` rows (``product``: ``Memory()``; ``product-qdrant``, ``-inmemory``,
+``-sqlite``, ``-postgres``: one per store) take the path a user takes instead: each
+conversation imported with ``Memory.import_history`` and each question recalled with
+``Memory.recall`` and its defaults; they report the evidence recall and the tokens of what
+recall *injects* (one number, no k) and the import's turns per second
+(:mod:`langmem_plugin.bench.locomo.product`).
 
 Every variant shares one embedder instance, and a document text is embedded once
 per run (the stores ask for the same texts); queries are embedded on every search.
+
+The same run takes REALTALK (real two-person chats by LoCoMo's authors, in LoCoMo's schema):
+:func:`~langmem_plugin.bench.locomo.data.load_conversations` tells the sets apart by their shape,
+and both are read by one loader and one evidence reading (:func:`normalise_evidence`); a result
+prints its own set's categories. ``bench locomo --data A --data B`` runs several sets in one run
+and ``bench realtalk`` defaults ``--data`` to the REALTALK folder beside the checkout
+(:mod:`~langmem_plugin.bench.locomo.cli`); ``--embedder`` compares offline embedders side by side.
 
 The benchmark is split by what each part does: the run (:func:`run_locomo_bench`) in
 :mod:`~langmem_plugin.bench.locomo.run`; the data and what a turn is stored as in
@@ -52,7 +61,8 @@ row) in :mod:`~langmem_plugin.bench.locomo.variants`; the recipe's LoCoMo-fitted
 salience model in :mod:`~langmem_plugin.bench.locomo.lifts` and
 :mod:`~langmem_plugin.bench.locomo.salience`; the ``product`` rows in
 :mod:`~langmem_plugin.bench.locomo.product`; the result tables in
-:mod:`~langmem_plugin.bench.locomo.results`. This package re-exports their public names.
+:mod:`~langmem_plugin.bench.locomo.results`; the command lines in
+:mod:`~langmem_plugin.bench.locomo.cli`. This package re-exports their public names.
 """
 
 from __future__ import annotations
@@ -60,14 +70,19 @@ from __future__ import annotations
 from langmem_plugin.bench.locomo.data import (
     CATEGORIES,
     MAX_PARTS,
+    REALTALK_CATEGORIES,
     TOKEN_MODEL,
     Conversation,
+    Dataset,
+    Evidence,
     Question,
     Turn,
     conversation_text,
     injected_text,
+    load_conversations,
     load_locomo,
-    parse_evidence,
+    load_realtalk,
+    normalise_evidence,
     sentences,
     turn_value,
 )
@@ -90,10 +105,13 @@ __all__ = [
     "LOCOMO_RETRIEVAL",
     "LOCOMO_RETRIEVAL_FAST",
     "MAX_PARTS",
+    "REALTALK_CATEGORIES",
     "TOKEN_MODEL",
     "TUNING",
     "VARIANTS",
     "Conversation",
+    "Dataset",
+    "Evidence",
     "LocomoResult",
     "Question",
     "Searcher",
@@ -101,8 +119,10 @@ __all__ = [
     "VariantResult",
     "conversation_text",
     "injected_text",
+    "load_conversations",
     "load_locomo",
-    "parse_evidence",
+    "load_realtalk",
+    "normalise_evidence",
     "run_locomo_bench",
     "sentences",
     "turn_value",

@@ -20,9 +20,11 @@ The numbers it measures are printed by the bench and kept in ``docs/benchmarks.m
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment
 
 if TYPE_CHECKING:
@@ -42,9 +45,19 @@ if TYPE_CHECKING:
 
 __all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
 
-#: The product rows: ``product`` (embedded QdrantStore) and ``product-inmemory`` (LangGraph's
-#: InMemoryStore, ``Memory()``'s default store).
-PRODUCT_VARIANTS: tuple[str, ...] = ("product", "product-inmemory")
+#: The product rows, one per store, all through ``import_history`` + ``Memory.recall`` with the
+#: default configuration: ``product`` is ``Memory()`` (what a user gets: embedded Qdrant with
+#: ``memory_index()`` in a temporary directory); ``product-qdrant`` an embedded ``QdrantStore`` at a
+#: path; ``product-inmemory`` LangGraph's ``InMemoryStore`` (dense only); ``product-sqlite`` a
+#: ``CheckpointerStore`` over ``SqliteSaver``; ``product-postgres`` the ``PostgresMemoryStore``
+#: (needs ``POSTGRES_URL``: a server with pgvector, where each conversation gets a new database).
+PRODUCT_VARIANTS: tuple[str, ...] = (
+    "product",
+    "product-qdrant",
+    "product-inmemory",
+    "product-sqlite",
+    "product-postgres",
+)
 
 
 @dataclass(frozen=True)
@@ -76,20 +89,41 @@ def history_of(conversation: Conversation) -> list[dict[str, Any]]:
     return sessions
 
 
-def _memory(name: str, embeddings: Embeddings, directory: Path) -> Memory:
-    from langmem_plugin import Memory, QdrantStore, memory_index
+def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack) -> Memory:
+    from langgraph.store.memory import InMemoryStore
 
+    from langmem_plugin import Memory, memory_index
+    from langmem_plugin.core.embeddings import embedding_dims
+
+    index: Any = memory_index(embeddings)
+    if name == "product":
+        return stack.enter_context(Memory(embeddings=embeddings))
     if name == "product-inmemory":
-        return Memory(embeddings=embeddings)
+        dense: Any = {"dims": embedding_dims(embeddings), "embed": embeddings, "fields": ["content"]}
+        store: Any = InMemoryStore(index=dense)
+    elif name == "product-qdrant":
+        from langmem_plugin import QdrantStore
 
-    return Memory(store=QdrantStore(path=directory, index=memory_index(embeddings)))
+        store = stack.enter_context(QdrantStore(path=directory, index=index))
+    elif name == "product-sqlite":
+        from langmem_plugin.stores import CheckpointerStore
 
+        directory.mkdir(parents=True, exist_ok=True)
+        store = stack.enter_context(CheckpointerStore.from_sqlite(directory / "memory.sqlite", index=index))
+    else:
+        from langmem_plugin.bench.postgres import _fresh_database
+        from langmem_plugin.stores import PostgresMemoryStore
 
-def _close(memory: Memory) -> None:
-    memory.close()
-    close = getattr(memory.store, "close", None)
-    if callable(close):
-        close()
+        url = os.environ.get("POSTGRES_URL")
+        if not url:
+            raise ConfigurationError(
+                "the product-postgres row needs a Postgres server with pgvector. "
+                "Fix: set POSTGRES_URL (e.g. postgresql://user@localhost:5432/postgres)."
+            )
+        store = stack.enter_context(
+            PostgresMemoryStore.from_conn_string(_fresh_database(url), index=index, setup=True)
+        )
+    return stack.enter_context(Memory(store=store))
 
 
 def _turn_ids(
@@ -157,11 +191,9 @@ def run_product(
     result.injected = True
     with tempfile.TemporaryDirectory(prefix="locomo-product-") as tmp:
         for n, conv in enumerate(samples):
-            memory = _memory(name, embeddings, Path(tmp) / f"qdrant-{n}")
-            try:
+            with ExitStack() as stack:
+                memory = _memory(name, embeddings, Path(tmp) / f"store-{n}", stack)
                 done = _measure(memory, conv, n, result, token_model=token_model, ks=ks)
-            finally:
-                _close(memory)
             result.imports[n] = done
             rate = done.turns / done.seconds if done.seconds else float("nan")
             say(f"{name} {conv.sample_id}: imported {done.turns} turns at {rate:.1f}/s")

@@ -1,9 +1,11 @@
-"""The result tables of ``bench locomo``: each row's numbers and how the run prints them.
+"""The result tables of ``bench locomo`` (and ``bench realtalk``): each row's numbers and how they print.
 
 :class:`VariantResult` holds one row's recall, tokens and latency per question;
 :class:`LocomoResult` holds every row of a run and formats it (:meth:`LocomoResult.table`,
 :meth:`LocomoResult.summary`, and :meth:`LocomoResult.splits` for the tuning conversations
-(:data:`TUNING`) beside the held-out ones). Recall and tokens are measured at each k of :data:`KS`.
+(:data:`TUNING`) beside the held-out ones). Recall and tokens are measured at each k of :data:`KS`. A
+result knows its set (``dataset``) and that set's categories, so LoCoMo and REALTALK print the same
+rows over their own category columns.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class VariantResult:
 
 @dataclass
 class LocomoResult:
-    """Everything one run measured."""
+    """Everything one run measured, on one set (LoCoMo or REALTALK)."""
 
     variants: list[VariantResult]
     conversations: int
@@ -94,6 +96,11 @@ class LocomoResult:
     full_tokens: float
     load_seconds: float
     embed_p50_ms: float = float("nan")
+    #: the set's name and what its question categories are called
+    dataset: str = "LoCoMo"
+    categories: dict[int, str] = field(default_factory=lambda: dict(CATEGORIES))
+    #: the embedder of every dense row (its spec name)
+    embedder: str = ""
 
     def only(self, conversations: Iterable[int]) -> LocomoResult:
         """The run restricted to some conversations (e.g. a tuning split and a held-out one)."""
@@ -107,7 +114,12 @@ class LocomoResult:
         )
 
     def splits(self, tuned_on: Iterable[int] = TUNING) -> str:
-        """The tables of the tuning conversations (0-4) and of the held-out ones, when both were run."""
+        """The tables of the tuning conversations (0-4) and of the held-out ones, when both were run.
+
+        LoCoMo only: nothing was tuned on REALTALK, whose conversations are all held out.
+        """
+        if self.dataset != "LoCoMo":
+            return ""
         ran = range(self.conversations)
         tuning = [c for c in ran if c in set(tuned_on)]
         held_out = [c for c in ran if c not in set(tuned_on)]
@@ -126,7 +138,7 @@ class LocomoResult:
         """Recall per category and overall (@5 / @10 / @25), tokens at k, latency."""
         headers = [
             "variant",
-            *(f"{c} {n}" for c, n in CATEGORIES.items()),
+            *(f"{c} {n}" for c, n in self.categories.items()),
             "overall",
             "tokens @5/@10/@25",
             "p50 ms",
@@ -134,13 +146,15 @@ class LocomoResult:
         ]
         rows = []
         for v in self.variants:
-            cells = [v.recall_cell(c) for c in [*CATEGORIES, None]]
+            cells = [v.recall_cell(c) for c in [*self.categories, None]]
             tokens = v.tokens_cell()
             p50 = percentile(v.seconds, 50) * 1000 if v.seconds else float("nan")
             p95 = percentile(v.seconds, 95) * 1000 if v.seconds else float("nan")
             rows.append([v.name, *cells, tokens, f"{p50:.1f}", f"{p95:.1f}"])
-        rows.append(["anchor: DRAGON (LoCoMo paper)", "", "", "", "", "", "56.7 / 66.2 / 76.7", "", "", ""])
-        rows.append(["anchor: plain BM25 over turns", "", "", "", "", "", "52.3 / 59.2 / 67.3", "", "", ""])
+        if self.dataset == "LoCoMo":
+            blank = [""] * len(self.categories)
+            rows.append(["anchor: DRAGON (LoCoMo paper)", *blank, "56.7 / 66.2 / 76.7", "", "", ""])
+            rows.append(["anchor: plain BM25 over turns", *blank, "52.3 / 59.2 / 67.3", "", "", ""])
         table = format_table(headers, rows)
         imported = [v for v in self.variants if v.injected]
         if imported:
@@ -157,9 +171,11 @@ class LocomoResult:
 
     def summary(self) -> str:
         """One paragraph: what was run, and the whole-conversation token cost."""
+        embedder = f"embedder {self.embedder}; " if self.embedder else ""
         return (
-            f"{self.conversations} conversations, {self.turns} turns, {self.questions} questions "
-            f"({self.skipped} without parseable evidence skipped); recall@k in % (@5 / @10 / @25); "
+            f"{self.dataset}: {self.conversations} conversations, {self.turns} turns, {self.questions} "
+            f"questions ({self.skipped} skipped: evidence that names no turn, or not only turns); "
+            f"{embedder}recall@k in % (@5 / @10 / @25); "
             f"whole conversation as plain text: {self.full_tokens:,.0f} cl100k tokens on average; "
             f"storing every turn in every store took {self.load_seconds:.1f} s; "
             f"embedding one query alone: p50 {self.embed_p50_ms:.1f} ms (the floor of every dense row)."

@@ -1,7 +1,7 @@
 """The run of ``bench locomo``: store every conversation in each row's store, search every question.
 
-:func:`run_locomo_bench` is what ``langmem-plugin bench locomo`` calls; what it measures is
-described in :mod:`langmem_plugin.bench.locomo`.
+:func:`run_locomo_bench` is what ``langmem-plugin bench locomo`` and ``bench realtalk`` call, once
+per set; what it measures is described in :mod:`langmem_plugin.bench.locomo`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from langmem_plugin.bench.locomo.data import (
     Turn,
     conversation_text,
     injected_text,
-    load_locomo,
+    load_conversations,
     turn_value,
 )
 from langmem_plugin.bench.locomo.results import KS, LocomoResult, VariantResult
@@ -66,23 +66,29 @@ def run_locomo_bench(
     embeddings: Embeddings | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> LocomoResult:
-    """Run the benchmark over ``data`` (``locomo10.json``) and return its numbers.
+    """Run the benchmark over ``data`` and return its numbers.
 
     Args:
-        data: the LoCoMo JSON file.
+        data: ``locomo10.json`` (LoCoMo), or the REALTALK folder or one of its chat files
+            (:func:`~langmem_plugin.bench.locomo.data.load_conversations` tells them apart).
         conversations: only the first N conversations (default: all).
         variants: which rows to run (see :data:`VARIANTS`).
-        embeddings: the embedder (default: the offline MiniLM).
+        embeddings: the embedder (default: the offline default,
+            :func:`~langmem_plugin.core.embeddings.resolve_embeddings`).
         progress: called with a line of progress now and then.
     """
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(VARIANTS)}")
-    samples = load_locomo(data)[:conversations]
+    dataset = load_conversations(data)
+    samples = list(dataset.conversations[:conversations])
     if embeddings is None:
-        from langmem_plugin.core.embeddings import MiniLMEmbeddings
+        from langmem_plugin.core.embeddings import resolve_embeddings
 
-        embeddings = MiniLMEmbeddings().load()
+        embeddings = resolve_embeddings()
+    load = getattr(embeddings, "load", None)
+    if callable(load):
+        load()
     shared = _EmbedOnce(embeddings)
     say = progress or (lambda _line: None)
     results = [VariantResult(_LABELS[name]) for name in variants]
@@ -139,4 +145,13 @@ def run_locomo_bench(
         full_tokens=sum(full) / len(full) if full else 0.0,
         load_seconds=load_seconds,
         embed_p50_ms=percentile(embed_seconds, 50) * 1000 if embed_seconds else float("nan"),
+        dataset=dataset.name,
+        categories=dict(dataset.categories),
+        embedder=_embedder_name(embeddings),
     )
+
+
+def _embedder_name(embeddings: Embeddings) -> str:
+    from langmem_plugin.core.embeddings import embedder_id
+
+    return embedder_id(embeddings) or type(embeddings).__name__

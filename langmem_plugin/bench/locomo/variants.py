@@ -125,7 +125,10 @@ VARIANTS: tuple[str, ...] = (
     "dense-clean",
     "inmemory",
     "product",
+    "product-qdrant",
     "product-inmemory",
+    "product-sqlite",
+    "product-postgres",
 )
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
@@ -142,8 +145,11 @@ _LABELS = {
     "dense": "dense only (MiniLM, query as is)",
     "dense-clean": "dense only (background words dropped)",
     "inmemory": "InMemoryStore + HybridRetriever (recipe; no BM25 there)",
-    "product": "product: import_history + Memory.recall, QdrantStore",
-    "product-inmemory": "product: import_history + Memory.recall, InMemoryStore",
+    "product": "product: import_history + Memory.recall, Memory() (the default)",
+    "product-qdrant": "product: the same, QdrantStore(path) embedded",
+    "product-inmemory": "product: the same, LangGraph's InMemoryStore (dense only)",
+    "product-sqlite": "product: the same, CheckpointerStore(SqliteSaver)",
+    "product-postgres": "product: the same, PostgresMemoryStore (POSTGRES_URL)",
 }
 
 

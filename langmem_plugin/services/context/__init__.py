@@ -5,8 +5,11 @@
   user and exact thread) and what of it a store can take.
 - :mod:`.compactors`: how a result is cut down to what fits; :mod:`.patterns` (RE2, linear
   time) and :mod:`.json_text` (depth-bounded JSON) keep every read of it bounded.
+- :mod:`.model_compactor`: a chat model's description of a result, focused on the goal, written
+  in the background.
 - :mod:`.window`: the window trimmed to its budget, idle threads deleted.
 - :mod:`.summary`: what the window drops, summarized so nothing is lost.
+- :mod:`.run_notes`: run memory the model writes (``add_run_note``), merged in call order.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from langmem_plugin.services.context.compactors import head_tokens
 from langmem_plugin.services.context.config import DEFAULT_KEYS, ContextConfig, StateKeys, WindowConfig
+from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
 from langmem_plugin.services.context.result_reads import (
     StoredResult,
     Transform,
@@ -26,8 +30,15 @@ from langmem_plugin.services.context.results import (
     RESULT_TOOL_NAMES,
     ResultsConfig,
     keep_first,
+    result_describer,
     results_update_steps,
     results_view,
+)
+from langmem_plugin.services.context.run_notes import (
+    RUN_NOTE_TOOL,
+    RunNotesAdd,
+    notes_before,
+    run_notes_reducer,
 )
 from langmem_plugin.services.context.summary import (
     ConversationSummary,
@@ -44,6 +55,7 @@ from langmem_plugin.services.context.window import (
     adelete_idle_threads,
     delete_idle_threads,
     message_blocks,
+    read_messages,
     trim_window,
     window_removals,
 )
@@ -51,9 +63,13 @@ from langmem_plugin.services.context.window import (
 __all__ = [
     "DEFAULT_KEYS",
     "RESULT_TOOL_NAMES",
+    "RUN_NOTE_TOOL",
     "ContextConfig",
     "ConversationSummary",
+    "ModelCompactor",
+    "ResultDescriber",
     "ResultsConfig",
+    "RunNotesAdd",
     "StateKeys",
     "StoredResult",
     "SummaryConfig",
@@ -69,8 +85,12 @@ __all__ = [
     "keep_first",
     "list_results_steps",
     "message_blocks",
+    "notes_before",
+    "read_messages",
+    "result_describer",
     "results_update_steps",
     "results_view",
+    "run_notes_reducer",
     "summary_reducer",
     "summary_section",
     "summary_steps",

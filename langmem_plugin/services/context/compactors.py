@@ -224,8 +224,16 @@ def head_tokens(text: str, max_tokens: int, *, model: str | None = None) -> str 
         chars *= 4
     if len(tokens) <= max_tokens:
         return None
-    _, offsets = encoding.decode_with_offsets(tokens[: max_tokens + 1])
-    return text[: min(offsets[max_tokens], len(text))]
+    start = _token_start(encoding.decode_tokens_bytes(tokens[: max_tokens + 1]))
+    return text[: min(start, len(text))]
+
+
+def _token_start(token_bytes: list[bytes]) -> int:
+    """The character where the last of ``token_bytes`` starts (the start of the character it is
+    part of, when it begins inside one): tiktoken's ``decode_with_offsets`` without its strict
+    decode, which raises when the tokens end inside a character (a cut through an emoji)."""
+    chars = sum(1 for token in token_bytes[:-1] for byte in token if not 0x80 <= byte < 0xC0)
+    return max(0, chars - (0x80 <= token_bytes[-1][0] < 0xC0))
 
 
 def page_of(text: str, page: int, page_tokens: int, *, model: str | None = None) -> tuple[str, int]:

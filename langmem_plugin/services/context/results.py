@@ -24,8 +24,9 @@ What the model sees of a stored result (:func:`results_view`):
    every result seen so far at once, down to :attr:`ResultsConfig.compact_target` of it — or
    once the model has been called :attr:`ResultsConfig.keep_calls` times with it (per tool:
    :attr:`ResultsConfig.keep_calls_by_tool`; no limit by default): a citation — id, tool,
-   arguments, size, a short description (:mod:`~langmem_plugin.services.context.compactors`) and how
-   to get the rest.
+   arguments, size, a short description (:mod:`~langmem_plugin.services.context.compactors`, or a
+   chat model's written in the background: :mod:`~langmem_plugin.services.context.model_compactor`)
+   and how to get the rest.
 
 The default (a small first view, compaction batched at a threshold) keeps the prompt an
 append-only extension of the previous one between compactions, so the provider's prompt cache
@@ -70,6 +71,7 @@ from langmem_plugin.services.context.compactors import (
     compact,
     head_tokens,
 )
+from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
 from langmem_plugin.services.context.patterns import without_surrogates
 from langmem_plugin.services.context.result_store import PendingResult, store_results_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -84,6 +86,7 @@ __all__ = [
     "full_view",
     "keep_first",
     "pending_results",
+    "result_describer",
     "result_id",
     "results_update_steps",
     "results_view",
@@ -121,11 +124,17 @@ class ResultsConfig:
         compact_target: how far that goes: until the conversation is at most this fraction of
             ``compact_above_tokens``. Lower: compaction fires seldom, and between firings every
             prompt is the previous one plus new messages (the provider's prompt cache reuses it).
-        ttl_minutes: how long a stored result lives (stores with TTL support; ``None``: forever).
+        ttl_minutes: how long a stored result lives (stores with TTL support). ``None`` (the
+            default): as long as its thread — the checkpoint cites results by id, so they go when
+            the thread is deleted (``delete_threads``, ``delete_idle_threads``) or the user forgotten.
         page_tokens: the tokens of one page of ``retrieve_result``.
         summary_chars: the length of the description in a citation.
         compactors: a compactor per tool name, ``(text, max_chars) -> description``; other tools
-            are described by shape (JSON, table, text).
+            are described by ``model_compactor``, else by shape (JSON, table, text).
+        model_compactor: a chat model that describes results with the plan's goal and the user's
+            last message as the focus, in the background
+            (:mod:`~langmem_plugin.services.context.model_compactor`); a description not ready
+            when a result is compacted is the extractive one. ``None``: no model.
     """
 
     min_chars: int = 2000
@@ -136,12 +145,18 @@ class ResultsConfig:
     keep_calls_by_tool: Mapping[str, int] = field(default_factory=dict)
     compact_above_tokens: int | None = 6000
     compact_target: float = 0.05
-    ttl_minutes: float | None = 24 * 60
+    ttl_minutes: float | None = None
     page_tokens: int = 2000
     summary_chars: int = 200
     compactors: Mapping[str, Compactor] = field(default_factory=dict)
+    model_compactor: ModelCompactor | None = None
 
     def __post_init__(self) -> None:
+        if self.model_compactor is not None and not isinstance(self.model_compactor, ModelCompactor):
+            raise ConfigurationError(
+                f"ResultsConfig.model_compactor takes a ModelCompactor, got "
+                f"{type(self.model_compactor).__name__}. Fix: model_compactor=ModelCompactor(chat_model)"
+            )
         for name in ("min_chars", "full_tokens", "keep_calls", "page_tokens", "summary_chars"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigurationError(
@@ -164,6 +179,19 @@ class ResultsConfig:
     def keep_calls_for(self, tool: str) -> int | None:
         """The model calls that see a result of ``tool`` in full."""
         return self.keep_calls_by_tool.get(tool, self.keep_calls)
+
+
+def result_describer(config: ResultsConfig | None, *, model: str | None = None) -> ResultDescriber | None:
+    """The background describer of ``config.model_compactor`` (``None`` without one); ``model``: whose
+    tokenizer counts what the compactor model is sent."""
+    if config is None or config.model_compactor is None:
+        return None
+    return ResultDescriber(
+        config.model_compactor,
+        max_chars=config.summary_chars,
+        skip_tools=frozenset(config.compactors),
+        tokenizer_model=model,
+    )
 
 
 def keep_first(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -297,14 +325,20 @@ def _notes(entry: Mapping[str, Any]) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
-def citation(text: str, entry: Mapping[str, Any], config: ResultsConfig) -> str:
+def citation(
+    text: str, entry: Mapping[str, Any], config: ResultsConfig, *, description: str | None = None
+) -> str:
     """The compacted form of a stored result: id, tool, arguments, size, a description, how to get the rest.
 
-    Every field that comes from the tool or the model is quoted
-    (:func:`~langmem_plugin.services.recall.rank.quote`), so none can open or close a prompt fence.
+    The description is the tool's own compactor's, else ``description`` (the model compactor's),
+    else one by shape. Every field that comes from the tool or the model is quoted
+    (:func:`~langmem_plugin.core.fence.quote`), so none can open or close a prompt fence.
     """
     rid = entry["id"]
-    about = compact(_clean(text), config.summary_chars, tool=entry["tool"], compactors=config.compactors)
+    if description and entry["tool"] not in config.compactors:
+        about = description[: config.summary_chars]
+    else:
+        about = compact(_clean(text), config.summary_chars, tool=entry["tool"], compactors=config.compactors)
     return (
         f"[result {rid} compacted: tool {quote(str(entry['tool']))}, args {quote(str(entry['args']))}, "
         f"{entry['chars']} characters, {_tokens(entry)} tokens{_notes(entry)}]\n"
@@ -354,15 +388,20 @@ def decide_compaction(
     config: ResultsConfig,
     *,
     model: str | None = None,
+    descriptions: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The results to compact now (tool-call id → citation); one in ``compacted`` is never decided again."""
+    """The results to compact now (tool-call id → citation); one in ``compacted`` is never decided again.
+
+    ``descriptions``: the model compactor's, ready now (result id → text); the others are extractive.
+    """
     ages = _ages(messages)
+    about = descriptions or {}
     new: dict[str, str] = {}
     for key, (message, age) in ages.items():
         entry = stored.get(key)
         keep = config.keep_calls_for(entry["tool"]) if entry is not None else None
         if entry is not None and key not in compacted and keep is not None and age >= keep:
-            new[key] = citation(_text(message), entry, config)
+            new[key] = citation(_text(message), entry, config, description=about.get(entry["id"]))
     if config.compact_above_tokens is None:
         return new
     view = results_view(messages, stored, {**compacted, **new}, config, model=model)
@@ -376,7 +415,7 @@ def decide_compaction(
         entry = stored.get(key)
         if entry is None or key in compacted or key in new or age < 1:
             continue  # a result the model has not seen yet is shown once in full
-        new[key] = citation(_text(message), entry, config)
+        new[key] = citation(_text(message), entry, config, description=about.get(entry["id"]))
         full = full_view(_text(message), entry, config, model=model)
         total -= count_tokens(full, model=model) - count_tokens(new[key], model=model)
     return new
@@ -393,6 +432,7 @@ def results_update_steps(
     keys: tuple[str, str] = ("tool_results", "compacted"),
     ttl: float | None = None,
     model: str | None = None,
+    descriptions: Mapping[str, str] | None = None,
 ) -> StoreSteps[dict[str, Any]]:
     """Store the new results of ``messages`` and decide what to compact: the state update (maybe empty).
 
@@ -407,11 +447,14 @@ def results_update_steps(
         keys: the state keys of ``tool_results`` and ``compacted``.
         ttl: the TTL of new results in minutes (``None``: the store keeps them).
         model: whose tokenizer counts.
+        descriptions: the model compactor's descriptions ready now (result id → text).
     """
     pending = pending_results(messages, stored, config, model=model)
     max_chars = layout.limits_for(Compartment.RESULTS).max_chars
     new_entries = yield from store_results_steps(scope, layout, pending, max_chars=max_chars, ttl=ttl)
-    decided = decide_compaction(messages, {**stored, **new_entries}, compacted, config, model=model)
+    decided = decide_compaction(
+        messages, {**stored, **new_entries}, compacted, config, model=model, descriptions=descriptions
+    )
     update: dict[str, Any] = {}
     if new_entries:
         update[keys[0]] = new_entries

@@ -4,8 +4,9 @@
 and/or by tokens (the model's real tokenizer). It cuts only between *blocks*:
 an AI message that calls tools and the tool results that answer it are one
 block, never separated — a model API rejects a tool result without its call.
-Leading system messages are always kept, and the window starts at a user
-message whenever it can.
+Leading system messages are always kept, and the window never keeps an answer
+without the user message it answers: it drops whole turns, and inside the newest
+turn only the steps between the question and the newest step.
 
 It returns a new list and leaves the state alone: the checkpointed history is
 not rewritten. To rewrite it (drop the old messages from the checkpoint too),
@@ -32,16 +33,18 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    MessageLikeRepresentation,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.record import utc_now
 from langmem_plugin.core.tokens import count_message_tokens
-from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.store_steps import aexecute, execute
 from langmem_plugin.services.upkeep import delete_threads_steps
@@ -52,9 +55,45 @@ __all__ = [
     "adelete_idle_threads",
     "delete_idle_threads",
     "message_blocks",
+    "read_messages",
     "trim_window",
     "window_removals",
 ]
+
+
+#: The fix an error about unreadable messages ends with.
+_MESSAGES_FIX = (
+    'Fix: pass messages as a chat model takes them: [("user", "...")], '
+    '[{"role": "user", "content": "..."}] or [HumanMessage("...")].'
+)
+
+
+def read_messages(messages: Sequence[MessageLikeRepresentation], where: str) -> list[BaseMessage]:
+    """``messages`` as LangChain messages: each ``BaseMessage`` as it is (the same object), each
+    ``(role, content)`` pair or ``{"role": ..., "content": ...}`` dict read as a chat model reads
+    it (``langchain_core.messages.convert_to_messages``).
+
+    Raises:
+        ConfigurationError: an element LangChain cannot read as a message; the error names
+            ``where``, its index, what it is, why, and the fix.
+    """
+    read: list[BaseMessage] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, BaseMessage):
+            read.append(message)
+            continue
+        try:
+            (converted,) = convert_to_messages([message])
+        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, KeyError):
+                why = f"it lacks the key {why}"
+            raise ConfigurationError(
+                f"{where}: messages[{index}] is {type(message).__name__} {shown(message)}, which "
+                f"LangChain cannot read as a message ({shown(why)}). {_MESSAGES_FIX}"
+            ) from exc
+        read.append(converted)
+    return read
 
 
 def message_blocks(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
@@ -79,7 +118,7 @@ def message_blocks(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
 
 
 def trim_window(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[MessageLikeRepresentation],
     *,
     max_turns: int | None = None,
     max_tokens: int | None = None,
@@ -87,38 +126,76 @@ def trim_window(
 ) -> list[BaseMessage]:
     """The last part of ``messages`` within ``max_turns`` user turns and ``max_tokens`` tokens.
 
+    The window never keeps an answer without the question it answers: it starts at a user
+    message (unless what it keeps comes before the conversation's first user message), and
+    never separates a tool call from its results.
+
     Args:
-        messages: the conversation (not modified).
+        messages: the conversation (not modified): messages, or what a chat model takes
+            (``("user", "...")`` pairs, role dicts; see :func:`read_messages`).
         max_turns: keep at most this many turns (a turn starts at a user message).
         max_tokens: keep at most this many tokens, counted as a model input with ``model``'s
-            tokenizer, leading system messages included. The newest block is kept even when it
-            alone is over the limit.
+            tokenizer, leading system messages included. Whole turns go first, oldest first;
+            when the newest turn alone is over the limit, its oldest steps after the question go
+            (tool calls with their results), and the question and its newest step are kept even
+            when they alone are over the limit.
         model: whose tokenizer counts (``None``: o200k_base).
+
+    Raises:
+        ConfigurationError: a limit below 1, or an element that is not a message.
     """
     if max_turns is not None and max_turns < 1:
         raise ConfigurationError(f"max_turns must be at least 1 or None, got {max_turns}")
     if max_tokens is not None and max_tokens < 1:
         raise ConfigurationError(f"max_tokens must be at least 1 or None, got {max_tokens}")
-    messages = list(messages)
+    if isinstance(messages, str) or not isinstance(messages, Sequence):
+        raise ConfigurationError(
+            f"trim_window(messages) takes a list of messages, got {type(messages).__name__} "
+            f"{shown(messages)}. {_MESSAGES_FIX}"
+        )
+    messages = read_messages(messages, "trim_window(messages)")
     head = 0
     while head < len(messages) and isinstance(messages[head], SystemMessage):
         head += 1
-    system, blocks = messages[:head], message_blocks(messages[head:])
+    system, turns = messages[:head], _turns(message_blocks(messages[head:]))
     if max_turns is not None:
-        starts = [i for i, b in enumerate(blocks) if isinstance(b[0], HumanMessage)]
-        if len(starts) > max_turns:
-            blocks = blocks[starts[-max_turns] :]
-    if max_tokens is not None:
-        while len(blocks) > 1 and count_message_tokens(system + _flat(blocks), model=model) > max_tokens:
-            blocks = blocks[1:]
-            # start at a user message when one is left to start at
-            while (
-                len(blocks) > 1
-                and not isinstance(blocks[0][0], HumanMessage)
-                and any(isinstance(b[0], HumanMessage) for b in blocks[1:])
-            ):
-                blocks = blocks[1:]
-    return system + _flat(blocks)
+        asked = [i for i, turn in enumerate(turns) if _asks(turn)]
+        if len(asked) > max_turns:
+            turns = turns[asked[-max_turns] :]
+    if max_tokens is None:
+        return system + _flat(b for turn in turns for b in turn)
+
+    limit = max_tokens
+
+    def over(blocks: list[list[BaseMessage]]) -> bool:
+        return count_message_tokens(system + _flat(blocks), model=model) > limit
+
+    while len(turns) > 1 and over([b for turn in turns for b in turn]):
+        turns = turns[1:]
+    if len(turns) != 1:
+        return system + _flat(b for turn in turns for b in turn)
+    last = turns[0]
+    first = 1 if _asks(last) else 0  # the question stays; the steps after it go, oldest first
+    while len(last) > first + 1 and over(last):
+        last = [*last[:first], *last[first + 1 :]]
+    return system + _flat(last)
+
+
+def _asks(turn: list[list[BaseMessage]]) -> bool:
+    """Whether a turn starts with the user's message (the part before the first one does not)."""
+    return isinstance(turn[0][0], HumanMessage)
+
+
+def _turns(blocks: list[list[BaseMessage]]) -> list[list[list[BaseMessage]]]:
+    """``blocks`` grouped into turns: each starts at a user message (what comes before the first
+    user message is a turn of its own)."""
+    turns: list[list[list[BaseMessage]]] = []
+    for block in blocks:
+        if not turns or isinstance(block[0], HumanMessage):
+            turns.append([block])
+        else:
+            turns[-1].append(block)
+    return turns
 
 
 def _flat(blocks: Iterable[list[BaseMessage]]) -> list[BaseMessage]:

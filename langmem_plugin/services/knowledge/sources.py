@@ -5,10 +5,13 @@ A *source* is one document as the knowledge compartment keeps it: a name (its pa
 LangChain documents it is made of (one per page for a PDF, one for a text file). Adding a source
 again replaces every chunk of that name.
 
-Everything is read before anything is written, and a source that cannot be read is an error
-naming it and the fix, never knowledge: a URL, a path that does not exist, a file type this
-package does not read, a PDF without extractable text, a file that is not UTF-8 text.
-``.pdf`` and ``.docx`` need the ``documents`` extra (``pip install "langmem-plugin[documents]"``).
+Everything is read before anything is written. A source that cannot be read is never knowledge:
+it comes back with an ``error`` naming it and the fix (a URL, a path that does not exist, a file
+type this package does not read, a corrupt or encrypted or scanned PDF, an empty file, a binary
+file, a file over :data:`MAX_SOURCE_BYTES`), and the other sources are still added. A call that is
+wrong as a whole raises: ``sources`` that is not a list, a source of a type that is no document,
+and a ``.pdf``/``.docx`` without the ``documents`` extra
+(``pip install "langmem-plugin[documents]"``).
 
 >>> [s.name for s in read_sources(["Support hours: 9 to 5."])]
 ['text-2910de70bc']
@@ -19,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ from langchain_core.documents import Document
 from langmem_plugin.core.record import clean_text
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError, shown
 
-__all__ = ["READ_SUFFIXES", "Source", "read_sources", "shown_metadata"]
+__all__ = ["MAX_SOURCE_BYTES", "READ_SUFFIXES", "Source", "read_sources", "shown_metadata"]
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 READ_SUFFIXES = (*TEXT_SUFFIXES, ".pdf", ".docx")
@@ -53,14 +56,22 @@ _EXTRA = 'pip install "langmem-plugin[documents]"'
 # the metadata a chunk keeps from its loader, shown through the fence beside the chunk
 SHOWN_METADATA = ("source", "page", "title")
 _MAX_FIELD = 300
+#: The largest file (bytes) or text (characters) one source may be.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+
+
+class _Unreadable(Exception):
+    """A source that cannot be read: reported for that source, the others still added."""
 
 
 @dataclass(frozen=True)
 class Source:
-    """One document to add: its name and the LangChain documents (pages) it is made of."""
+    """One document to add: its name and the LangChain documents (pages) it is made of, or the
+    reason it cannot be read (``error``; no parts then)."""
 
     name: str
     parts: tuple[Document, ...]
+    error: str | None = None
 
 
 def _text_name(text: str) -> str:
@@ -95,14 +106,24 @@ def shown_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _sized(text: str, what: str) -> str:
+    if len(text) > MAX_SOURCE_BYTES:
+        raise _Unreadable(
+            f"{what} is {len(text):,} characters, more than {MAX_SOURCE_BYTES:,}. "
+            "Fix: split it into several documents."
+        )
+    return text
+
+
 def _from_langchain(document: Document) -> Source:
+    name = _field((document.metadata or {}).get("source"))
     if not isinstance(document.page_content, str):
-        raise ConfigurationError(
+        raise _Unreadable(
             f"a Document's page_content must be text, got {type(document.page_content).__name__}. "
             "Fix: load it with a LangChain loader, or pass the text."
         )
-    name = _field((document.metadata or {}).get("source")) or _text_name(document.page_content)
-    return Source(name, (document,))
+    _sized(document.page_content, f"the Document {name or ''}".rstrip())
+    return Source(name or _text_name(document.page_content), (document,))
 
 
 def _is_path(text: str) -> bool:
@@ -117,11 +138,12 @@ def _one_source(source: Any) -> list[Source]:
         return [_from_langchain(source)]
     if isinstance(source, str):
         if _URL.match(source.strip()):
-            raise ConfigurationError(
+            raise _Unreadable(
                 f"add_documents does not fetch URLs ({shown(source)}). Fix: load the page with a "
                 "LangChain loader, e.g. WebBaseLoader(url).load(), and pass the documents it returns."
             )
         if not _is_path(source):
+            _sized(source, f"the text {shown(source[:40])}")
             return [Source(_text_name(source), (Document(page_content=source),))]
         source = source.strip()
     if isinstance(source, str | os.PathLike):
@@ -136,37 +158,53 @@ def _one_source(source: Any) -> list[Source]:
 def _read_path(path: Path) -> list[Source]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READ_SUFFIXES)
-        return [_read_file(f) for f in files]
+        return [_reported(_read_file, f, str(f)) for f in files]
     suffix = path.suffix.lower()
     if suffix not in READ_SUFFIXES:
         loader = _LOADER_FOR.get(suffix)
         hint = f"load it with LangChain's {loader}" if loader else "load it with a LangChain document loader"
-        raise ConfigurationError(
+        raise _Unreadable(
             f"{str(path)!r} is a {suffix or 'suffix-less'} file; add_documents reads {list(READ_SUFFIXES)}. "
             f"Fix: {hint} and pass the documents it returns."
         )
     if not path.is_file():
-        raise ConfigurationError(f"the document path {str(path)!r} does not exist. Fix: check the path.")
+        raise _Unreadable(f"the document path {str(path)!r} does not exist. Fix: check the path.")
     return [_read_file(path)]
+
+
+def _reported(read: Callable[[Any], Source], source: Any, name: str) -> Source:
+    """``read(source)``, or the source with the reason it cannot be read."""
+    try:
+        return read(source)
+    except _Unreadable as exc:
+        return Source(name, (), str(exc))
 
 
 def _read_file(path: Path) -> Source:
     suffix = path.suffix.lower()
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise _Unreadable(
+            f"{str(path)!r} is {size:,} bytes, more than {MAX_SOURCE_BYTES:,}. "
+            "Fix: split it, or load it with a LangChain loader and pass the pages you need."
+        )
     if suffix in TEXT_SUFFIXES:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise ConfigurationError(
+            raise _Unreadable(
                 f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}). "
                 "Fix: convert it to UTF-8, or load it with a LangChain TextLoader(path, encoding=...)."
             ) from None
+        if "\x00" in text:
+            raise _Unreadable(f"{str(path)!r} holds NUL bytes: a binary file, not text. Fix: leave it out.")
         parts: tuple[Document, ...] = (Document(page_content=text, metadata={"source": str(path)}),)
     elif suffix == ".pdf":
         parts = _read_pdf(path)
     else:
         parts = (_read_docx(path),)
     if not any(p.page_content.strip() for p in parts):
-        raise ConfigurationError(
+        raise _Unreadable(
             f"{str(path)!r} holds no text to add (a scanned PDF, or an empty file). "
             "Fix: extract its text first (OCR for scans), or leave it out."
         )
@@ -176,20 +214,21 @@ def _read_file(path: Path) -> Source:
 def _read_pdf(path: Path) -> tuple[Document, ...]:
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
     except ImportError:
         raise MissingDependencyError(f"reading {str(path)!r} needs pypdf. Fix: {_EXTRA}") from None
     try:
         reader = PdfReader(path)
         if reader.is_encrypted:
-            raise ConfigurationError(
+            raise _Unreadable(
                 f"{str(path)!r} is an encrypted PDF. "
                 "Fix: decrypt it, or load it with PyPDFLoader(path, password=...)."
             )
         title = reader.metadata.title if reader.metadata else None
         pages = [page.extract_text() or "" for page in reader.pages]
-    except (PyPdfError, ValueError, KeyError, OSError) as exc:
-        raise ConfigurationError(
+    except _Unreadable:
+        raise
+    except Exception as exc:  # pypdf raises its own errors and many builtins on a malformed file
+        raise _Unreadable(
             f"{str(path)!r} could not be read as a PDF ({type(exc).__name__}: {str(exc)[:120]}). "
             "Fix: check the file, or load it with another LangChain PDF loader."
         ) from None
@@ -207,7 +246,7 @@ def _read_docx(path: Path) -> Document:
     try:
         document = docx.Document(str(path))
     except Exception as exc:  # python-docx raises zipfile, lxml and its own errors for a bad file
-        raise ConfigurationError(
+        raise _Unreadable(
             f"{str(path)!r} could not be read as a .docx file ({type(exc).__name__}). "
             "Fix: save it again as .docx, or load it with a LangChain Word loader."
         ) from None
@@ -227,11 +266,12 @@ def _read_docx(path: Path) -> Document:
 def read_sources(sources: Iterable[Any]) -> list[Source]:
     """Every source of ``sources``, read whole before anything is written.
 
-    LangChain documents of one ``metadata["source"]`` (a loader's pages) make one source.
+    LangChain documents of one ``metadata["source"]`` (a loader's pages) make one source. A source
+    that cannot be read comes back with its ``error`` (and no parts).
 
     Raises:
         ConfigurationError: ``sources`` is not a list (a single ``str`` or ``Document`` included: wrap
-            it in a list), or one source cannot be read (the message names it and the fix).
+            it in a list), or a source is of a type that is no document (bytes, a number, ``None``).
         MissingDependencyError: a ``.pdf`` or ``.docx`` source without the ``documents`` extra.
     """
     if isinstance(sources, str | bytes | os.PathLike | Document) or not isinstance(sources, Iterable):
@@ -240,7 +280,26 @@ def read_sources(sources: Iterable[Any]) -> list[Source]:
             "Fix: wrap it in a list, e.g. add_documents(['handbook.md'])."
         )
     grouped: dict[str, list[Document]] = {}
+    failed: list[Source] = []
     for source in sources:
-        for found in _one_source(source):
-            grouped.setdefault(found.name, []).extend(found.parts)
-    return [Source(name, tuple(parts)) for name, parts in grouped.items()]
+        for found in _all(source):
+            if found.error is not None:
+                failed.append(found)
+            else:
+                grouped.setdefault(found.name, []).extend(found.parts)
+    return [*(Source(name, tuple(parts)) for name, parts in grouped.items()), *failed]
+
+
+def _name_of(source: Any) -> str:
+    if isinstance(source, Document):
+        return _field((source.metadata or {}).get("source")) or "a Document"
+    if isinstance(source, str) and "\n" not in source and len(source) <= 200:
+        return source.strip()
+    return str(source) if isinstance(source, os.PathLike) else shown(source)
+
+
+def _all(source: Any) -> list[Source]:
+    try:
+        return _one_source(source)
+    except _Unreadable as exc:
+        return [Source(_name_of(source), (), str(exc))]

@@ -11,6 +11,7 @@ lives, in the write itself (:mod:`langmem_plugin.services.limits`).
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, clean_text
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.errors import ConfigurationError, shown
+from langmem_plugin.errors import ConfigurationError, InvalidRecordError, MemoryLimitError, shown
 from langmem_plugin.services.knowledge.sources import Source, read_sources, shown_metadata
 from langmem_plugin.services.knowledge.splitting import default_splitter
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -43,18 +44,21 @@ __all__ = [
 
 DocumentSource = str | Path | Document
 _PROGRESS_MIN_FILES = 5
+_log = logging.getLogger("langmem_plugin.knowledge")
 _MAX_SCAN = 100_000
 
 
 @dataclass(frozen=True)
 class AddedDocument:
     """What one source came to: ``chunks`` it has now, ``written`` of them new or changed,
-    ``removed`` chunks of an older version (or, from :func:`remove_documents`, all of them)."""
+    ``removed`` chunks of an older version (or, from :func:`remove_documents`, all of them);
+    ``error`` says why a source that could not be read was not added (nothing written for it)."""
 
     name: str
     chunks: int
     removed: int
     written: int = 0
+    error: str | None = None
 
 
 def _category(name: str) -> str:
@@ -93,6 +97,8 @@ def add_documents_steps(
     scope: Scope, layout: MemoryLayout, source: Source, splitter: TextSplitter
 ) -> StoreSteps[AddedDocument]:
     """Write one source's chunks into the knowledge compartment, replacing an older version."""
+    if source.error is not None:
+        return AddedDocument(source.name, 0, 0, error=source.error)
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
     chunks = _chunks(source, splitter)
     existing = yield from list_steps(
@@ -161,6 +167,13 @@ def _splitter(splitter: TextSplitter | None, chunk_tokens: int, model: str | Non
     return splitter
 
 
+def _logged(report: list[AddedDocument]) -> list[AddedDocument]:
+    for added in report:
+        if added.error is not None:
+            _log.warning("add_documents: %s was not added: %s", added.name, added.error)
+    return report
+
+
 def _names(names: Iterable[str | Path]) -> list[str]:
     if isinstance(names, str | Path) or not isinstance(names, Iterable):
         raise ConfigurationError(
@@ -204,14 +217,24 @@ def add_documents(
         splitter: any LangChain ``TextSplitter`` instead of the default.
         progress: show a progress bar (default: when there are 5 sources or more).
 
+    Returns:
+        One :class:`AddedDocument` per source, in order; a source that could not be read or
+        written has its ``error`` (and is logged as a warning), and the others are still added.
+
     Raises:
-        ConfigurationError: a source that cannot be read (nothing is written then).
+        ConfigurationError: ``sources`` is not a list, a source is of a type that is no document,
+            or ``splitter`` is not a ``TextSplitter`` (nothing is written then).
         MissingDependencyError: a ``.pdf``/``.docx`` source without the ``documents`` extra.
     """
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
-    found = read_sources(sources)
-    return [execute(store, add_documents_steps(scope, layout, s, chosen)) for s in _progress(found, progress)]
+    report = []
+    for source in _progress(read_sources(sources), progress):
+        try:
+            report.append(execute(store, add_documents_steps(scope, layout, source, chosen)))
+        except (InvalidRecordError, MemoryLimitError) as exc:  # raised before this source's write
+            report.append(AddedDocument(source.name, 0, 0, error=str(exc)))
+    return _logged(report)
 
 
 async def aadd_documents(
@@ -229,11 +252,13 @@ async def aadd_documents(
     """Async :func:`add_documents`."""
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
-    found = read_sources(sources)
-    return [
-        await aexecute(store, add_documents_steps(scope, layout, s, chosen))
-        for s in _progress(found, progress)
-    ]
+    report = []
+    for source in _progress(read_sources(sources), progress):
+        try:
+            report.append(await aexecute(store, add_documents_steps(scope, layout, source, chosen)))
+        except (InvalidRecordError, MemoryLimitError) as exc:  # raised before this source's write
+            report.append(AddedDocument(source.name, 0, 0, error=str(exc)))
+    return _logged(report)
 
 
 def remove_documents(

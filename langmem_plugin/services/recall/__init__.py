@@ -23,6 +23,7 @@ from langmem_plugin.services.recall.rank import (
     TokenBudgets,
     query_from_state,
     recall_steps,
+    run_section,
     search_candidates,
 )
 from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
@@ -41,6 +42,7 @@ __all__ = [
     "join_passages",
     "query_from_state",
     "recall_steps",
+    "run_section",
     "search_candidates",
     "split_passages",
 ]

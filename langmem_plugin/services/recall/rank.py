@@ -73,6 +73,7 @@ __all__ = [
     "quote",
     "recall_steps",
     "render_plan_text",
+    "run_section",
     "search_candidates",
 ]
 
@@ -126,9 +127,9 @@ class RecallConfig:
         knowledge_whole_max_chunks: knowledge of at most this many chunks is injected whole
             when it fits its budget; more is recalled by search.
         track_access: add one to ``access_count`` of each injected memory. Off by default:
-            recall runs before every model call, and updating a record re-puts it, which
-            re-embeds it (``langmem-plugin bench memory`` measures the cost); the memory tools
-            count their reads.
+            recall runs before every model call, and each count is a write (one that no store
+            embeds again, docs/stores.md; ``langmem-plugin bench memory`` measures the cost);
+            the memory tools count their reads.
         retrieval: how candidates are searched: a
             :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` with this config
             (default: the store's dense and BM25 candidates fused by score, with
@@ -176,7 +177,15 @@ class RecallConfig:
 
 @dataclass(frozen=True)
 class RecalledItem:
-    """One injected memory or knowledge chunk."""
+    """One injected memory or knowledge chunk.
+
+    Attributes:
+        score: recall's rank, 0 to 1: ``w_relevance`` × the relevance scaled to the best
+            candidate's (0 at or below 0) + ``w_priority`` × priority + ``w_recency`` × recency.
+        relevance: the search's score. With ``retrieval`` (the default): dense and BM25 fused, in
+            standard deviations from the average candidate of the search (0 average, above 0
+            better); with ``retrieval=None``: the store's own score. ``None``: the store gave none.
+    """
 
     id: str
     compartment: str
@@ -374,6 +383,20 @@ def _run_texts(run_memory: Sequence[Any] | None) -> list[str]:
     return texts
 
 
+def run_section(run_memory: Sequence[Any] | None, budget: int, model: str | None = None) -> str:
+    """The notes of this run as a prompt section within ``budget`` tokens, the newest kept first
+    when they do not all fit, shown oldest first ('' without notes)."""
+    run_fit = Fitter("[notes of this run]", budget, model)
+    kept: list[str] = []
+    for text in reversed(_run_texts(run_memory)):
+        line = fenced_entry(text)
+        if run_fit.add(line) is None:
+            break
+        kept.append(line)
+    run_fit.lines = list(reversed(kept))
+    return run_fit.text()
+
+
 def recall_steps(
     scope: Scope,
     layout: MemoryLayout,
@@ -480,17 +503,8 @@ def recall_steps(
     plan_fit = Fitter("[plan]", budgets.plan, config.model)
     plan_fit.lines = plan_prompt_lines(plan, budget=budgets.plan, model=config.model, header=plan_fit.header)
 
-    run_fit = Fitter("[notes of this run]", budgets.run, config.model)
-    kept: list[str] = []
-    for text in reversed(_run_texts(run_memory)):  # newest first when over budget
-        line = fenced_entry(text)
-        if run_fit.add(line) is None:
-            break
-        kept.append(line)
-    run_fit.lines = list(reversed(kept))
-
     sections = {"memories": memories.text(), "knowledge": knowledge.text(), "plan": plan_fit.text()}
-    sections["run"] = run_fit.text()
+    sections["run"] = run_section(run_memory, budgets.run, config.model)
     prompt = fence([text for text in sections.values() if text])
     tokens = {name: count_tokens(text, model=config.model) if text else 0 for name, text in sections.items()}
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0

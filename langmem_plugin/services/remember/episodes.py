@@ -33,7 +33,7 @@ from datetime import datetime
 from langgraph.store.base import GetOp, PutOp
 
 from langmem_plugin.core.bounded import Bound
-from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord
+from langmem_plugin.core.record import MAX_TAGS, MemoryKind, MemoryRecord, exchange_link
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import CompartmentError, ConfigurationError
@@ -47,6 +47,7 @@ from langmem_plugin.services.limits import bound_of, bounded_steps
 from langmem_plugin.services.operations import INDEX_FIELDS
 from langmem_plugin.services.recall import Passage, join_passages, split_passages
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.upkeep import link_memories_steps
 
 __all__ = [
     "EPISODE_CATEGORY",
@@ -193,6 +194,11 @@ class Episode:
         context: the beginning of the episode before it (for lexical search).
         time: when it was said (``None``: now).
         session: the session of an imported history it belongs to (its date or number).
+        memories: the ids of the memories saved or changed in it (the memory tools' artifacts):
+            written as the exchange's ``derived`` links, and each of those memories gets the
+            exchange among its ``sources`` in the same batch.
+        forgot: a memory was forgotten in it: it is not kept as an episode (it is about what
+            was forgotten).
     """
 
     user: str
@@ -206,6 +212,8 @@ class Episode:
     context: str = ""
     time: datetime | None = None
     session: str | None = None
+    memories: tuple[str, ...] = ()
+    forgot: bool = False
 
     @property
     def is_message(self) -> bool:
@@ -333,6 +341,7 @@ def episode_records(
         source="remember",
         tags=tags,
         metadata=meta,
+        derived=list(episode.memories),
         **times,
     )
     meta["time"] = record.created_at.isoformat()
@@ -420,11 +429,13 @@ def write_episodes_steps(
     result = EpisodesWritten()
     ops: list[PutOp] = []
     bounds: list[Bound | None] = []
+    links: dict[str, tuple[str, ...]] = {}  # exchange link -> the memories saved or changed in it
     for compartment in config.compartments_for(scope) if compartments is None else compartments:
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
         namespace = layout.namespace(comp, scope)
         max_chars = layout.limits_for(comp).max_chars
         built = [episode_records(scope, e, max_chars=max_chars, config=config) for e in episodes]
+        kept = list(episodes)
         if skip_existing and built:
             found = yield [GetOp(namespace, key) for key, _, _ in built]
             stored = {
@@ -433,13 +444,18 @@ def write_episodes_steps(
                 if item is not None and item.value.get("content") == record.content
             }
             result.skipped += len(stored)
+            kept = [e for e, b in zip(kept, built, strict=True) if b[0] not in stored]
             built = [b for b in built if b[0] not in stored]
         bounds.append(bound_of(layout, comp, namespace))
-        for key, record, parts in built:
+        for (key, record, parts), episode in zip(built, kept, strict=True):
+            if episode.memories:
+                links[exchange_link(scope.thread_id, key)] = episode.memories
             ops.append(PutOp(namespace, key, record.to_value(), index=index))
             ops.extend(PutOp(namespace, k, r.to_value(), index=INDEX_FIELDS) for k, r in parts)
             result.written.append((comp, namespace, key))
             result.passages += len(parts)
+    # provenance: each memory saved or changed in an exchange gets the exchange among its sources
+    ops.extend((yield from link_memories_steps(scope, layout, list(links.items()))))
     evicted = yield from bounded_steps(ops, bounds)
     if evicted:
         logger.info("memory is full: %d older episode items make room", len(evicted))

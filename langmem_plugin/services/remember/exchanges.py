@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langmem_plugin.core.record import artifact_memories
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.remember.episodes import CONTEXT_CHARS, Episode, clean_text, shorten
 
@@ -36,7 +37,15 @@ def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
     human = segment[0]
     answer: AIMessage | None = None
     tools: list[str] = []
+    memories: list[str] = []
+    forgot = False
     for message in segment[1:]:
+        if isinstance(message, ToolMessage) and message.status != "error":
+            changed = artifact_memories(message.artifact)
+            if changed is not None and changed[0] == "forgotten":
+                forgot = forgot or bool(changed[1])
+            elif changed is not None:
+                memories.extend(changed[1])
         if isinstance(message, AIMessage):
             tools.extend(call["name"] for call in message.tool_calls)
             if _text(message).strip() and not message.tool_calls:
@@ -49,6 +58,8 @@ def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
         tuple(dict.fromkeys(tools)),
         (human.id or "", answer.id or ""),
         speaker=human.name or None,
+        memories=tuple(dict.fromkeys(memories)),
+        forgot=forgot,
     )
 
 

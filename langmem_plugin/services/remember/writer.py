@@ -4,6 +4,8 @@
 in a worker thread, retries a failed write with backoff, logs every failure, and
 keeps what still failed in :attr:`EpisodeWriter.failed` (retry with
 :meth:`EpisodeWriter.retry_failed`). A write never raises into the caller's run.
+A write names whose it is (``user_id``), so ``forget_user`` drops that user's failed writes
+(:meth:`EpisodeWriter.drop_user`) instead of letting a retry write them back.
 The retry loop is one generator of steps for both the sync and the async path.
 """
 
@@ -46,6 +48,7 @@ class FailedWrite:
     make_steps: Callable[[], StoreSteps[Any]]
     attempts: int = 0
     rooms: tuple[tuple[str, ...], ...] = ()
+    user_id: str | None = None
 
 
 @dataclass
@@ -111,9 +114,13 @@ class EpisodeWriter:
 
     @staticmethod
     def _write(
-        store: BaseStore, make: Callable[[], StoreSteps[Any]], what: str, rooms: Sequence[tuple[str, ...]]
+        store: BaseStore,
+        make: Callable[[], StoreSteps[Any]],
+        what: str,
+        rooms: Sequence[tuple[str, ...]],
+        user_id: str | None,
     ) -> FailedWrite:
-        return FailedWrite(what, RuntimeError("not run yet"), store, make, 0, tuple(rooms))
+        return FailedWrite(what, RuntimeError("not run yet"), store, make, 0, tuple(rooms), user_id)
 
     def submit(
         self,
@@ -122,6 +129,7 @@ class EpisodeWriter:
         what: str,
         *,
         rooms: Sequence[tuple[str, ...]] = (),
+        user_id: str | None = None,
     ) -> None:
         """Write now (inline) or in the worker thread (background); never raises.
 
@@ -130,8 +138,9 @@ class EpisodeWriter:
             make: makes the write's steps (anew for each attempt).
             what: how the write is named in logs and in :attr:`failed`.
             rooms: the namespaces the write adds items to (their item limits are held).
+            user_id: whose data the write holds (:meth:`drop_user` drops it when it failed).
         """
-        write = self._write(store, make, what, rooms)
+        write = self._write(store, make, what, rooms, user_id)
         if not self.background:
             self._run_sync(write)
             return
@@ -149,6 +158,7 @@ class EpisodeWriter:
         what: str,
         *,
         rooms: Sequence[tuple[str, ...]] = (),
+        user_id: str | None = None,
     ) -> None:
         """Write now with the store's async API (inline), or hand it to the worker thread (background).
 
@@ -157,9 +167,9 @@ class EpisodeWriter:
         cancel it); never raises.
         """
         if not self.background:
-            await self._run_async(self._write(store, make, what, rooms))
+            await self._run_async(self._write(store, make, what, rooms, user_id))
             return
-        self.submit(store, make, what, rooms=rooms)
+        self.submit(store, make, what, rooms=rooms, user_id=user_id)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until the background thread has finished every write submitted so far."""
@@ -174,6 +184,20 @@ class EpisodeWriter:
             futures = [asyncio.wrap_future(f) for f in self._futures]
         if futures:
             await asyncio.gather(*futures)
+
+    def drop_user(self, user_id: str) -> int:
+        """Finish the background writes submitted so far, then drop the failed writes of ``user_id``
+        (so no retry writes their data back after ``forget_user``); returns how many were dropped.
+
+        A failed write that names no user (``user_id=None`` at submit) is kept.
+        """
+        self.flush()
+        with self._lock:
+            dropped = [w for w in self.failed if w.user_id == user_id]
+            self.failed = [w for w in self.failed if w.user_id != user_id]
+        for write in dropped:
+            logger.info("failed memory write %r of a forgotten user dropped", write.what)
+        return len(dropped)
 
     def retry_failed(self) -> int:
         """Try every failed write again (inline, with retries); returns how many succeeded."""

@@ -33,6 +33,9 @@ class Candidate:
         priority: 1–10.
         valid_at: when it became true, when known.
         metadata: string pairs kept on the memory (a source id, the evidence it came from).
+        sources: the exchanges it was extracted from, as links ``"thread_id/episode key"``
+            (:func:`~langmem_plugin.core.record.exchange_link`); kept on the memory, so
+            forgetting or superseding it reaches them (:mod:`.provenance`).
     """
 
     content: str
@@ -42,6 +45,7 @@ class Candidate:
     priority: int = 5
     valid_at: datetime | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,10 @@ from langgraph.store.base import BaseStore, PutOp, SearchOp
 from pydantic import BaseModel, Field
 
 from langmem_plugin.core.fence import quote
-from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
+from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now, with_links
 from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
-from langmem_plugin.core.validity import VALID_AT, invalidated, is_current
+from langmem_plugin.core.validity import INVALID_REASON, SUPERSEDED_BY, VALID_AT, invalidated, is_current
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change, history_ops
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -64,6 +64,7 @@ from langmem_plugin.services.store_steps import (
 )
 from langmem_plugin.services.upkeep.candidates import Candidate, ModelCall
 from langmem_plugin.services.upkeep.forgetting import evict_steps
+from langmem_plugin.services.upkeep.provenance import supersede_steps
 
 __all__ = [
     "DEFAULT_CONSOLIDATION_INSTRUCTIONS",
@@ -292,6 +293,7 @@ def _new_record(candidate: Candidate, scope: Scope) -> MemoryRecord:
         priority=candidate.priority,
         kind=candidate.kind,
         source="extraction",
+        sources=list(candidate.sources),
     )
 
 
@@ -339,6 +341,7 @@ def _apply(
                 record = target.record.touched(
                     content=merged, tags=tags, priority=max(target.record.priority, candidate.priority)
                 )
+                record = with_links(record, sources=candidate.sources)  # both statements now
                 layout.check_content(Compartment.USER, record.content)
                 records[target.id] = StoredMemory(target.id, target.compartment, target.namespace, record)
                 puts.append(PutOp(namespace, target.id, record.to_value(), index=INDEX_FIELDS))
@@ -368,6 +371,46 @@ def _apply(
                         )
                     )
     return list({(op.namespace, op.key): op for op in puts}.values())  # one put per key: the last
+
+
+def _supersede_sources_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    fresh: Sequence[tuple[int, Candidate, list[StoredMemory]]],
+    puts: Sequence[PutOp],
+    result: ConsolidationResult,
+) -> StoreSteps[list[PutOp]]:
+    """The writes that mark the exchanges each invalidated memory came from as superseded by its
+    replacement (:func:`.provenance.supersede_steps`), but for those its replacement came from."""
+    if not result.invalidated:
+        return []
+    before = {m.id: m for _, _, found in fresh for m in found}
+    written = {op.key: op.value for op in puts if op.value is not None}
+    marks: list[PutOp] = []
+    for memory_id in dict.fromkeys(result.invalidated):
+        target = before.get(memory_id)
+        if target is None or not target.record.sources:
+            continue
+        meta = (written.get(memory_id) or {}).get("metadata") or {}
+        by = meta.get(SUPERSEDED_BY)
+        keep = set((written.get(by) or {}).get("sources") or ()) if isinstance(by, str) else set()
+        sources = [link for link in target.record.sources if link not in keep]
+        if not sources:
+            continue
+        old = target.record.model_copy(update={"sources": sources})
+        reason = meta.get(INVALID_REASON) or "superseded by a newer memory"
+        marks.extend(
+            (
+                yield from supersede_steps(
+                    scope,
+                    layout,
+                    StoredMemory(target.id, target.compartment, target.namespace, old),
+                    by=by if isinstance(by, str) else None,
+                    reason=str(reason),
+                )
+            )
+        )
+    return marks
 
 
 def consolidate_steps(
@@ -406,6 +449,9 @@ def consolidate_steps(
         for decision in answer.decisions:
             decisions.setdefault(decision.candidate, []).append(decision)
     puts = _apply(scope, layout, namespace, fresh, decisions, config, result)
+    marks = yield from _supersede_sources_steps(scope, layout, fresh, puts, result)
+    if marks:  # first: a crash before the puts leaves the old exchanges out, never beside the new fact
+        yield marks
     if puts:  # within user memory's item limit, counted where the data lives (services.limits)
         yield from bounded_steps(puts, [bound_of(layout, Compartment.USER, namespace)])
     if config.max_memories is not None:

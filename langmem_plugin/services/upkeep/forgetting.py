@@ -1,12 +1,14 @@
 """Forgetting: one memory, one user entirely, or the least valuable past a cap.
 
 - :func:`forget_steps` deletes one memory by id (user or session memory of the
-  scope) and records it in the user's history.
+  scope) with the exchanges it came from (:mod:`.provenance`), redacts its history and
+  records who forgot it and when.
 - :func:`forget_user_steps` removes everything of one user: their long-term
   memory (with the episodes of what they said, in any thread), their history,
   and for every thread of theirs the session memory (archived plans, summaries,
   session-only episodes) and the stored tool results (the layout's ``results``
-  compartment). It returns counts, and touches no one else.
+  compartment). It returns counts, and touches no one else. :func:`drop_queued`
+  drops first what the user has not written yet: reflection jobs and failed writes.
 - :func:`delete_threads_steps` removes what belongs to threads (session memory,
   stored tool results, their thread index entries) — ``delete_idle_threads``
   runs it for the threads it deletes from a checkpointer. What a user said in a
@@ -20,14 +22,17 @@ turn service records each ``(user_id, thread_id)`` pair it sees in a small
 *thread index* (``("memory_meta", "threads", "{user_id}")``, one item per thread,
 written once per pair with the first episode, not embedded). ``forget_user``
 reads it, plus any ``threads`` you pass. A thread that another user's index
-also lists is shared: its namespaces are kept and reported, never deleted.
+also lists is shared: its session memory is kept and reported; the user's own
+stored tool results in it (``(..., "results", thread_id, "user", user_id)``) go.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from langgraph.store.base import Item, PutOp, SearchOp
 
@@ -37,13 +42,15 @@ from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import StoredMemory, delete_steps, list_steps, read_record, to_stored
+from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
     "THREAD_INDEX",
     "ForgetReport",
     "delete_threads_steps",
+    "drop_queued",
     "evict_steps",
     "forget_steps",
     "forget_user_steps",
@@ -56,6 +63,8 @@ logger = logging.getLogger(__name__)
 #: One item per thread of a user: how ``forget_user`` finds a user's threads.
 THREAD_INDEX: NamespaceTemplate = ("memory_meta", "threads", "{user_id}")
 _PAGE = 500
+#: The label before the owner's id in a per-user namespace below a thread's (stored tool results).
+_OWNER_LABEL = "user"
 
 
 def index_thread_ops(scope: Scope, *, template: NamespaceTemplate = THREAD_INDEX) -> list[PutOp]:
@@ -117,14 +126,16 @@ def forget_steps(
     *,
     compartments: Sequence[Compartment | str] = (Compartment.USER, Compartment.SESSION),
     history: NamespaceTemplate = HISTORY_NAMESPACE,
+    recorded_by: str = "forget",
 ) -> StoreSteps[StoredMemory]:
-    """Delete the memory ``memory_id`` of ``scope``; recorded in the user's history when there is a user.
+    """Forget the memory ``memory_id`` of ``scope``: deleted with the exchanges it came from, its
+    history redacted, and who forgot it and when recorded (:func:`.provenance.forget_memories_steps`).
 
     Compartments whose namespace the scope cannot fill (session memory without a thread)
     are not searched.
 
     Raises:
-        MemoryNotFoundError: no such id in those compartments.
+        MemoryNotFoundError: no such id in those compartments (nothing is removed).
         ScopeError: the scope fills none of them.
     """
     usable = []
@@ -136,17 +147,12 @@ def forget_steps(
         usable.append(compartment)
     if not usable:
         layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
-    return (
-        yield from delete_steps(
-            scope,
-            layout,
-            memory_id,
-            compartments=usable,
-            recorded_by="forget",
-            reason="forget",
-            history=history,
-        )
+    memory = yield from get_steps(scope, layout, memory_id, compartments=usable, track_access=False)
+    forgotten: Forgotten = yield from forget_memories_steps(
+        scope, layout, [memory], recorded_by=recorded_by, history=history
     )
+    logger.info("forget %s: %s", memory.id, forgotten.summary())
+    return memory
 
 
 @dataclass
@@ -159,7 +165,13 @@ class ForgetReport:
             ``thread_index``.
         kinds: memory records removed per kind (``episode``, ``fact``, ``plan`` ...).
         threads: the threads whose data was removed.
-        shared_threads: threads another user also has: their namespaces were kept.
+        shared_threads: threads another user also has: their session memory was kept (the user's
+            own stored tool results there were removed).
+        queued: work of the user dropped before it ran (:func:`drop_queued`):
+            ``queued_reflections``, ``failed_reflections``, ``failed_writes``.
+        quotes_stripped: other users' exchanges in shared threads that kept a copy of the
+            beginning of one of the user's (``metadata.context``, for lexical search): the copy
+            was removed, the rest of the exchange kept.
     """
 
     user_id: str
@@ -167,6 +179,8 @@ class ForgetReport:
     kinds: dict[str, int] = field(default_factory=dict)
     threads: list[str] = field(default_factory=list)
     shared_threads: list[str] = field(default_factory=list)
+    queued: dict[str, int] = field(default_factory=dict)
+    quotes_stripped: int = 0
 
     @property
     def total(self) -> int:
@@ -174,12 +188,37 @@ class ForgetReport:
         return sum(self.counts.values())
 
 
-def _prefix_items(prefix: tuple[str, ...]) -> StoreSteps[list[Item]]:
-    """Every item under ``prefix`` (the namespace and those below it)."""
+class _Writer(Protocol):
+    def drop_user(self, user_id: str) -> int: ...
+
+
+class _Reflector(Protocol):
+    def drop_user(self, user_id: str) -> dict[str, int]: ...
+
+
+def drop_queued(user_id: str, writer: _Writer | None, reflector: _Reflector | None) -> dict[str, int]:
+    """Drop the work of ``user_id`` not yet written (before ``forget_user`` removes what was).
+
+    The reflector's pending and failed jobs of the user are dropped unrun (one running is waited
+    for); the writer finishes its background writes and drops the user's failed ones, so no
+    retry writes the user back afterwards. Returns the counts (blocking: an async caller runs it
+    in a worker thread).
+    """
+    dropped = {"queued_reflections": 0, "failed_reflections": 0, "failed_writes": 0}
+    if reflector is not None:
+        dropped.update(reflector.drop_user(user_id))
+    if writer is not None:
+        dropped["failed_writes"] = writer.drop_user(user_id)
+    return dropped
+
+
+def _prefix_items(prefix: tuple[str, ...], filter: Mapping[str, Any] | None = None) -> StoreSteps[list[Item]]:
+    """Every item under ``prefix`` (the namespace and those below it), those matching ``filter``."""
     items: list[Item] = []
     offset = 0
     while True:
-        (page,) = yield [SearchOp(prefix, limit=_PAGE, offset=offset, refresh_ttl=False)]
+        where = dict(filter) if filter else None
+        (page,) = yield [SearchOp(prefix, filter=where, limit=_PAGE, offset=offset, refresh_ttl=False)]
         items.extend(page)
         if len(page) < _PAGE:
             return items
@@ -242,6 +281,7 @@ def _forget_user_steps(
 ) -> StoreSteps[ForgetReport]:
     scope = Scope(user_id=user_id)
     report = ForgetReport(user_id)
+    sharers: dict[str, list[str]] = {}  # a shared thread: its other users
     index_ns = scope.namespace(index)
     index_items = yield from list_steps(index_ns)
     known = [str(i.value.get("thread_id") or i.key) for i in index_items]
@@ -252,17 +292,19 @@ def _forget_user_steps(
         others = {c.value.get("user_id") for c in claims} - {user_id}
         if others:
             report.shared_threads.append(thread)
+            sharers[thread] = sorted(str(o) for o in others if o)
             logger.warning("forget_user(%r): thread %r is shared with other users; kept", user_id, thread)
         else:
             report.threads.append(thread)
     session_template = layout.template(Compartment.SESSION)
     results_template = layout.template(Compartment.RESULTS)
     templates = list(thread_namespaces or (session_template, results_template))
-    places: list[tuple[str, tuple[str, ...]]] = [
-        ("user", layout.namespace(Compartment.USER, scope)),
-        ("history", scope.namespace(history)),
+    places: list[tuple[str, tuple[str, ...], bool]] = [
+        ("user", layout.namespace(Compartment.USER, scope), True),
+        ("history", scope.namespace(history), True),
     ]
-    for thread in report.threads:
+    shared = set(report.shared_threads)
+    for thread in [*report.threads, *report.shared_threads]:
         thread_scope = Scope(user_id=user_id, thread_id=thread, agent=layout.default_agent)
         for template in templates:
             if template == session_template:
@@ -271,15 +313,17 @@ def _forget_user_steps(
                 name = "tool_results"
             else:
                 name = "/".join(_static_prefix(template)) or "thread"
-            places.append((name, thread_scope.namespace(template)))
-    places.append(("thread_index", index_ns))
+            # a shared thread's own memory is the other users' too: kept, reported; but for its
+            # summary, which quotes every user of the thread, and the user's own tool results
+            places.append((name, thread_scope.namespace(template), thread not in shared))
+    places.append(("thread_index", index_ns, True))
     doomed: list[PutOp] = []
     seen: set[tuple[tuple[str, ...], str]] = set()
-    for name, namespace in places:
+    for name, namespace, whole in places:
         items = yield from _prefix_items(namespace)
         for item in items:
             identity = (tuple(item.namespace), item.key)
-            if identity in seen:
+            if identity in seen or not _theirs(item, namespace, user_id, whole=whole):
                 continue
             seen.add(identity)
             report.counts[name] = report.counts.get(name, 0) + 1
@@ -288,10 +332,53 @@ def _forget_user_steps(
                 kind = record.kind.value if isinstance(record.kind, MemoryKind) else str(record.kind)
                 report.kinds[kind] = report.kinds.get(kind, 0) + 1
             doomed.append(PutOp(tuple(item.namespace), item.key, None))
+    removed = {key for namespace, key in seen}
+    stripped = yield from _strip_quotes_steps(layout, sharers, removed)
+    report.quotes_stripped = len(stripped)
     for start in range(0, len(doomed), _PAGE):
-        yield doomed[start : start + _PAGE]
+        yield doomed[start : start + _PAGE] + (stripped if start + _PAGE >= len(doomed) else [])
+    if not doomed and stripped:
+        yield stripped
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
+
+
+def _strip_quotes_steps(
+    layout: MemoryLayout, sharers: Mapping[str, Sequence[str]], removed: Collection[str]
+) -> StoreSteps[list[PutOp]]:
+    """The writes that strip, from the other users' exchanges in shared threads, the copy of a
+    removed exchange's beginning they keep for lexical search (``metadata.context`` of the
+    exchange whose ``previous`` was removed)."""
+    ops: list[PutOp] = []
+    for thread, users in sharers.items():
+        namespaces = [layout.namespace(Compartment.USER, Scope(user_id=other)) for other in users]
+        with contextlib.suppress(ScopeError):  # a session template the thread id cannot fill
+            namespaces.append(layout.namespace(Compartment.SESSION, Scope(thread_id=thread)))
+        for namespace in namespaces:
+            items = yield from _prefix_items(namespace, {"kind": MemoryKind.EPISODE.value})
+            for item in items:
+                metadata = item.value.get("metadata") or {}
+                if metadata.get("thread_id") != thread or "context" not in metadata:
+                    continue
+                if metadata.get("previous") in removed:
+                    value = {**item.value, "metadata": {k: v for k, v in metadata.items() if k != "context"}}
+                    ops.append(PutOp(tuple(item.namespace), item.key, value, index=["content"]))
+    return ops
+
+
+def _theirs(item: Item, place: tuple[str, ...], user_id: str, *, whole: bool) -> bool:
+    """Whether ``item`` (found under ``place``) is the user's to remove.
+
+    Below a thread's namespace, a namespace ``(..., "user", <id>)`` is owned by that user (how
+    stored tool results are kept: ``services.context.result_store``): the user's own go, another
+    user's stay. Anything else goes when the whole place is the user's (``whole``: not a thread
+    another user has too); in a shared thread, only its conversation summary, which quotes every
+    user of the thread.
+    """
+    below = tuple(item.namespace)[len(place) :]
+    if len(below) >= 2 and below[0] == _OWNER_LABEL:
+        return below[1] == user_id
+    return whole or (not below and item.value.get("kind") == MemoryKind.SUMMARY.value)
 
 
 def _claims_steps(index: NamespaceTemplate, thread_id: str) -> StoreSteps[list[Item]]:

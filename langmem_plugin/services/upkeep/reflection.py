@@ -59,6 +59,7 @@ from langmem_plugin.services.upkeep.extraction import (
     extraction_call,
     to_candidates,
 )
+from langmem_plugin.services.upkeep.provenance import attribute_steps
 
 __all__ = ["FailedReflection", "ReflectionResult", "Reflector", "areflect", "reflect", "reflect_steps"]
 
@@ -67,6 +68,7 @@ logger = logging.getLogger(__name__)
 _SEEN_PER_THREAD = 2000
 _THREADS_KEPT = 10_000
 _RESULTS_KEPT = 100
+_LINKS_KEPT = 200  # exchange links one job keeps (a thread that never goes quiet)
 _IDLE_EXIT = 30.0  # seconds with nothing pending before the worker thread ends
 
 
@@ -92,11 +94,18 @@ def reflect_steps(
     config: ExtractionConfig,
     *,
     context: Sequence[AnyMessage | BaseMessage] = (),
+    exchanges: Sequence[str] = (),
 ) -> Generator[Request, Any, ReflectionResult]:
     """Extract candidates from ``messages`` (``context``: the messages before, shown as context only),
-    then consolidate them into ``scope``'s user memory."""
+    then consolidate them into ``scope``'s user memory.
+
+    ``exchanges`` are the links of the exchanges ``messages`` were stored as: each candidate gets
+    those it came from as its ``sources`` (:func:`.provenance.attribute_steps`).
+    """
     answer = yield extraction_call(messages, config, context=context)
     candidates = to_candidates(answer)
+    if exchanges:
+        candidates = yield from attribute_steps(scope, layout, candidates, exchanges)
     consolidation = yield from consolidate_steps(scope, layout, candidates, config.consolidation)
     return ReflectionResult(scope, candidates, consolidation)
 
@@ -162,6 +171,7 @@ class _Job:
     first: float = 0.0
     attempts: int = 0
     turns: int = 1
+    exchanges: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -174,6 +184,7 @@ class FailedReflection:
         messages: the conversation it was to read.
         error: the last error.
         attempts: attempts made.
+        exchanges: the links of the exchanges the messages were stored as.
     """
 
     scope: Scope
@@ -181,6 +192,7 @@ class FailedReflection:
     messages: list[BaseMessage]
     error: BaseException
     attempts: int
+    exchanges: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -224,11 +236,20 @@ class Reflector:
 
     # -- scheduling ---------------------------------------------------------------------------
 
-    def schedule(self, store: BaseStore, scope: Scope, messages: Sequence[AnyMessage | BaseMessage]) -> bool:
+    def schedule(
+        self,
+        store: BaseStore,
+        scope: Scope,
+        messages: Sequence[AnyMessage | BaseMessage],
+        *,
+        exchanges: Sequence[str] = (),
+    ) -> bool:
         """Queue (or reschedule) the reflection of ``scope``'s thread on ``messages``; never blocks.
 
-        ``messages`` is the conversation so far (its newest message last). Returns whether a
-        job is pending; ``False`` when the scope has no ``user_id`` (nowhere to keep memories).
+        ``messages`` is the conversation so far (its newest message last); ``exchanges``, the
+        links of the exchanges it was stored as (the memories found get them as ``sources``).
+        Returns whether a job is pending; ``False`` when the scope has no ``user_id`` (nowhere
+        to keep memories).
         """
         if not scope.user_id:
             with self._cond:
@@ -253,16 +274,24 @@ class Reflector:
                 if every is not None and job.turns >= every:  # enough turns: no more waiting
                     due = now
                 job.messages, job.scope, job.due = list(messages), scope, due
+                job.exchanges = _links(job.exchanges, exchanges)
                 self._stats.rescheduled += 1
             elif len(self._pending) >= self.config.max_pending:
                 error = OverflowError(f"the reflection queue is full ({self.config.max_pending} threads)")
                 logger.error("reflection of thread %r kept in Reflector.failed: %s", scope.thread_id, error)
-                self.failed.append(FailedReflection(scope, store, list(messages), error, 0))
+                self.failed.append(
+                    FailedReflection(scope, store, list(messages), error, 0, _links(exchanges))
+                )
                 return False
             else:
                 first = due - self.config.debounce
                 self._pending[key] = _Job(
-                    store, scope, list(messages), now if every == 1 else due, first=first
+                    store,
+                    scope,
+                    list(messages),
+                    now if every == 1 else due,
+                    first=first,
+                    exchanges=_links(exchanges),
                 )
                 self._stats.scheduled += 1
             self._start()
@@ -334,7 +363,9 @@ class Reflector:
         context = job.messages[max(first - 2 * self.config.context_messages, 0) : first]
         job.attempts += 1
         try:
-            steps = reflect_steps(job.scope, self.layout, new, self.config, context=context)
+            steps = reflect_steps(
+                job.scope, self.layout, new, self.config, context=context, exchanges=job.exchanges
+            )
             result: ReflectionResult = run_requests(job.store, self._models, steps)
         except Exception as exc:  # a failed reflection must not stop the worker: retry, then keep
             self._failed(key, job, exc)
@@ -356,13 +387,16 @@ class Reflector:
                 newer = self._pending.get(key)
                 if newer is not None:  # a newer job holds these messages too: it is the retry
                     newer.attempts = max(newer.attempts, job.attempts)
+                    newer.exchanges = _links(job.exchanges, newer.exchanges)
                 else:
                     job.due = time.monotonic() + self.config.retry_delay * 2 ** (job.attempts - 1)
                     job.first = job.due
                     self._pending[key] = job
                 return
             self._stats.failed += 1
-            self.failed.append(FailedReflection(job.scope, job.store, job.messages, exc, job.attempts))
+            self.failed.append(
+                FailedReflection(job.scope, job.store, job.messages, exc, job.attempts, job.exchanges)
+            )
         logger.error(
             "reflection of thread %r failed after %d attempts and is kept in Reflector.failed: %r",
             job.scope.thread_id,
@@ -423,12 +457,32 @@ class Reflector:
         with self._cond:
             kept, self.failed = self.failed, []
         for job in kept:
-            self.schedule(job.store, job.scope, job.messages)
+            self.schedule(job.store, job.scope, job.messages, exchanges=job.exchanges)
         with self._cond:
             for pending in self._pending.values():
                 pending.due = time.monotonic()
             self._cond.notify_all()
         return len(kept)
+
+    def drop_user(self, user_id: str) -> dict[str, int]:
+        """Drop every queued job of ``user_id`` (``forget_user``): pending and kept-failed jobs are
+        removed unrun, what was reflected on is forgotten, and a job of theirs already running is
+        waited for (its writes land before the forget that follows). Returns the counts:
+        ``queued_reflections``, ``failed_reflections``."""
+        with self._cond:
+            while any(key[1] == user_id for key in self._running):  # its retry lands in pending
+                self._cond.wait()
+            pending = [key for key in self._pending if key[1] == user_id]
+            for key in pending:
+                del self._pending[key]
+            failed = [f for f in self.failed if f.scope.user_id == user_id]
+            self.failed = [f for f in self.failed if f.scope.user_id != user_id]
+            for key in [key for key in self._seen if key[1] == user_id]:
+                del self._seen[key]
+            self._cond.notify_all()
+        if pending or failed:
+            logger.info("forget_user: %d queued and %d failed reflections dropped", len(pending), len(failed))
+        return {"queued_reflections": len(pending), "failed_reflections": len(failed)}
 
     def close(self, timeout: float | None = None) -> None:
         """Flush, then stop the worker thread."""
@@ -443,6 +497,11 @@ class Reflector:
 
 
 _LIVE: weakref.WeakSet[Reflector] = weakref.WeakSet()
+
+
+def _links(*groups: Sequence[str]) -> list[str]:
+    """The exchange links of ``groups``, each once, the newest :data:`_LINKS_KEPT`."""
+    return list(dict.fromkeys(link for group in groups for link in group))[-_LINKS_KEPT:]
 
 
 @atexit.register

@@ -171,7 +171,7 @@ class CheckpointerLogic:
         yield from self.load()
         state = self.require_state()
         # embeddings first (no lock held during I/O)
-        winners, texts, doc_vectors = yield from embedded_puts(state, puts)
+        winners, texts, doc_vectors = yield from embedded_puts(state, puts, self.lock)
         query_vectors: dict[int, np.ndarray] = {}
         searches = {i: op.query for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query}
         if state.vectors is not None and searches:
@@ -405,14 +405,32 @@ class CheckpointerLogic:
 
 
 def embedded_puts(
-    state: StoreState, puts: list[tuple[int, PutOp]]
+    state: StoreState, puts: list[tuple[int, PutOp]], lock: threading.Lock
 ) -> Steps[Request, tuple[list[PutOp], list[list[str]], np.ndarray | None]]:
-    """The last put per (namespace, key), in op order: with the texts each indexes and their vectors."""
+    """The last put per (namespace, key), in op order: with the texts each indexes and their vectors.
+
+    A put whose item is indexed by the same texts already (a write that changes bookkeeping
+    only: an access count, a mark, a link) reuses the item's vectors: only the other texts
+    are embedded.
+    """
     winners = [op for _, op in sorted(final_puts(puts).values(), key=lambda t: t[0])]
     texts = [state.texts_for(op.value, op.index) if op.value is not None else [] for op in winners]
-    flat = [t for group in texts for t in group]
-    vectors = np.asarray((yield Embed(flat)), dtype=np.float32) if flat else None
-    return winners, texts, vectors
+    with lock:  # the vector matrix changes under writes: read the kept vectors in one piece
+        kept = [
+            state.stored_vectors(tuple(op.namespace), op.key, group) if group else None
+            for op, group in zip(winners, texts, strict=True)
+        ]
+    flat = [t for group, old in zip(texts, kept, strict=True) if old is None for t in group]
+    if not any(texts):
+        return winners, texts, None
+    fresh = iter(np.asarray((yield Embed(flat)), dtype=np.float32) if flat else ())
+    rows: list[np.ndarray] = []
+    for group, old in zip(texts, kept, strict=True):
+        if old is not None:
+            rows.extend(old)
+        else:
+            rows.extend(next(fresh) for _ in group)
+    return winners, texts, np.asarray(rows, dtype=np.float32)
 
 
 @contextmanager

@@ -65,7 +65,7 @@ def bounded(logic: CheckpointerLogic, write: BoundedWrite) -> Steps[Request, lis
         validate_namespace(bound.namespace)
     yield from logic.load()
     state = logic.require_state()
-    winners, texts, vectors = yield from embedded_puts(state, puts)
+    winners, texts, vectors = yield from embedded_puts(state, puts, logic.lock)
     yield Exclusive(_catch_up_all(logic, state, write), lock=False)  # most of the reading, unlocked
     section = _section(logic, state, write, winners, texts, vectors)
     evictions, applied, heads, registered = yield Exclusive(section)

@@ -119,6 +119,13 @@ class StoreState:
             return []
         return index_texts(value, fields)
 
+    def stored_vectors(self, namespace: tuple[str, ...], key: str, texts: list[str]) -> np.ndarray | None:
+        """The vectors of the item at ``(namespace, key)`` when it is indexed by ``texts``, else None."""
+        entry = self.present(namespace, key)
+        if entry is None or self.vectors is None or self.texts_for(entry.value, entry.index) != texts:
+            return None
+        return self.vectors.rows(entry.slot)
+
     def _slot(self, namespace: tuple[str, ...], key: str) -> int:
         slot = self._slots.get((namespace, key))
         if slot is None:

@@ -75,6 +75,11 @@ class VectorIndex:
             self._multi += len(mine) > 1
             start += len(group)
 
+    def rows(self, slot: int) -> np.ndarray | None:
+        """A copy of ``slot``'s vectors (unit length), or None when it has none."""
+        rows = self._rows.get(slot)
+        return None if rows is None else self._matrix[rows].copy()
+
     def remove(self, slot: int) -> None:
         rows = self._rows.pop(slot, None)
         if rows is None:

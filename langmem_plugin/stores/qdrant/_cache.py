@@ -59,6 +59,7 @@ class Entry(NamedTuple):
     updated_us: int
     expires_us: int
     ttl: float | None
+    index_hash: str | None = None
 
     def payload(self) -> dict[str, Any]:
         """A fresh payload dict, as the engine would return it (minus the filter-only fields)."""
@@ -70,6 +71,7 @@ class Entry(NamedTuple):
             "updated_us": self.updated_us,
             "expires_us": self.expires_us,
             "ttl": self.ttl,
+            "index_hash": self.index_hash,
         }
 
 
@@ -84,6 +86,7 @@ def entry_of(point_id: str, payload: Mapping[str, Any]) -> Entry:
         payload["updated_us"],
         payload["expires_us"],
         payload.get("ttl"),
+        payload.get("index_hash"),
     )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Scroll",
     "SearchMode",
     "SetPayload",
+    "SetPayloads",
     "Upsert",
 ]
 
@@ -125,6 +126,17 @@ class SetPayload:
 
 
 @dataclass(frozen=True, slots=True)
+class SetPayloads:
+    """Merge each ``(id, payload)`` into its point's payload, in one round trip → ``None``.
+
+    What a put that changes no indexed text writes instead of an :class:`Upsert`: the
+    point keeps its vectors, so nothing is embedded again.
+    """
+
+    updates: tuple[tuple[str, dict[str, Any]], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """The first ``limit`` points matching ``filter`` in the order of ``rank`` → ``list[Hit]``."""
 
@@ -189,5 +201,7 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
-EngineCall = Retrieve | Upsert | Delete | SetPayload | Query | QueryBatch | Scroll | Facet | Count
+EngineCall = (
+    Retrieve | Upsert | Delete | SetPayload | SetPayloads | Query | QueryBatch | Scroll | Facet | Count
+)
 Call = EngineCall | EmbedDocuments | EmbedQueries

@@ -11,12 +11,11 @@ import dataclasses
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
-from qdrant_client import AsyncQdrantClient
 
 from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
@@ -25,6 +24,9 @@ from langmem_plugin.stores._common import Clock, TTLSettings, lexical_fields_of,
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS
 from langmem_plugin.stores.qdrant._calls import Fusion, SearchMode
 from langmem_plugin.stores.qdrant._layout import FilterIndexType, filter_index_fields
+
+if TYPE_CHECKING:  # qdrant-client takes about a second to import: the embedded engine does without it
+    from qdrant_client import AsyncQdrantClient
 
 __all__ = [
     "OPTIMIZE_EVERY",

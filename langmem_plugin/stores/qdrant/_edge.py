@@ -73,6 +73,7 @@ from langmem_plugin.stores.qdrant._calls import (
     Retrieve,
     Scroll,
     SetPayload,
+    SetPayloads,
     Upsert,
 )
 from langmem_plugin.stores.qdrant._config import OPTIMIZE_EVERY
@@ -293,6 +294,12 @@ class EdgeEngine:
             with self._dropped_on_error(call.ids):
                 shard.update(qe.UpdateOperation.set_payload(list(call.ids), call.payload))
                 self.cache.updated((uuid_key(i) for i in call.ids), call.payload)
+            return None
+        if isinstance(call, SetPayloads):  # in process: one engine update per point
+            with self._dropped_on_error(pid for pid, _ in call.updates):
+                for pid, payload in call.updates:
+                    shard.update(qe.UpdateOperation.set_payload([pid], payload))
+                    self.cache.updated([uuid_key(pid)], payload)
             return None
         if isinstance(call, Scroll):
             request = qe.ScrollRequest(

@@ -9,6 +9,9 @@
   ``created_us`` / ``updated_us`` / ``expires_us`` microseconds since the epoch
   (integer indexes; an item without TTL expires at :data:`NEVER_US`); ``ttl``
   in minutes, or null; ``indexed``: 1 when the item has a search vector, else 0;
+  ``index_hash``: a hash of the texts the item is embedded and BM25-indexed by (a put
+  with the same hash updates the payload only: :mod:`._writes`; absent on points written
+  before it was recorded, which the next put writes whole);
 - vectors: an item with one indexed text has the plain vector ``dense``, an item
   with several the multivector ``dense_multi`` (compared with MaxSim, which for a
   single query vector is LangGraph's max pooling over the item's fields)

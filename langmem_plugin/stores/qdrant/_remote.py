@@ -73,6 +73,7 @@ from langmem_plugin.stores.qdrant._calls import (
     Retrieve,
     Scroll,
     SetPayload,
+    SetPayloads,
     Upsert,
 )
 from langmem_plugin.stores.qdrant._filters import Filter, Match, MatchAny, Range
@@ -347,6 +348,13 @@ class ClientEngine:
                 "wait": True,
             }
             return "set_payload", kwargs, lambda _: None
+        if isinstance(call, SetPayloads):
+            operations = [
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[pid]))
+                for pid, payload in call.updates
+            ]
+            kwargs = {"collection_name": name, "update_operations": operations, "wait": True}
+            return "batch_update_points", kwargs, lambda _: None
         if isinstance(call, Scroll):
             kwargs = {
                 "collection_name": name,

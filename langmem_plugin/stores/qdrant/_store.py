@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import os
+import shutil
+import tempfile
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
-from qdrant_client import AsyncQdrantClient, QdrantClient
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.steps import arun_steps, run_steps
-from langmem_plugin.errors import ConfigurationError
+from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores._common import TTLSweeper
 from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores._validation import CheckedStore, validate_namespace
@@ -40,12 +44,17 @@ from langmem_plugin.stores.qdrant._engine import Engine
 from langmem_plugin.stores.qdrant._layout import to_us
 from langmem_plugin.stores.qdrant._lock import ACROSS_PROCESSES
 from langmem_plugin.stores.qdrant._maintenance import run_export_page, run_import, run_sweep
-from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries
+
+if TYPE_CHECKING:  # qdrant-client takes about a second to import: imported for url=/client=/':memory:'
+    from qdrant_client import QdrantClient
 
 __all__ = ["QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig", "QdrantStore"]
 
 #: The ``path`` that means qdrant-client's in-process local mode (as in ``sqlite3.connect``).
 MEMORY = ":memory:"
+
+#: Set while :meth:`QdrantStore.temporary` constructs: the engine is opened in the background.
+_OPEN_LATER: contextvars.ContextVar[bool] = contextvars.ContextVar("langmem_open_later", default=False)
 
 
 class QdrantStore(CheckedStore):
@@ -177,6 +186,10 @@ class QdrantStore(CheckedStore):
                 cache_items=knobs.cache_items,
             )
         else:
+            from qdrant_client import AsyncQdrantClient, QdrantClient
+
+            from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries
+
             owns = client is None
             aclient = knobs.aclient
             if url:  # no version check in the constructor (a thread doing I/O): setup() checks it
@@ -207,8 +220,57 @@ class QdrantStore(CheckedStore):
         self._writer_lock = threading.Lock()  # shared with the views: one lock for the one writer
         self._owner = True
         self._ready = False  # the engine is open and the sweeper started
-        if embedded:
+        self._removal: weakref.finalize[Any, QdrantStore] | None = None  # set by temporary()
+        if embedded and not _OPEN_LATER.get():
             self._engine.open()  # embedded: lock and load now (see the class docstring)
+
+    @classmethod
+    def temporary(
+        cls,
+        *,
+        index: IndexConfig | QdrantIndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        search: QdrantSearchConfig | None = None,
+        options: QdrantOptions | None = None,
+    ) -> QdrantStore:
+        """An embedded store in a new temporary directory, removed when the store is closed.
+
+        Also removed when the store is garbage-collected or the process exits (whichever
+        comes first; a process killed with SIGKILL leaves it in the system's temporary
+        directory, named ``langmem-memory-*``). The same engine as ``QdrantStore(path)``:
+        hybrid search, payload indexes, HNSW — what ``Memory()`` uses when given no store.
+        After :meth:`close` the store cannot be opened again (its data is gone): a use
+        raises :class:`~langmem_plugin.errors.StoreError`. The new directory is created
+        in a background thread (creating a shard syncs it to disk, a second or so on a busy
+        disk), so the constructor returns at once and the first use waits for it.
+
+        >>> from langmem_plugin.testing import FakeEmbeddings
+        >>> store = QdrantStore.temporary(index={"dims": 32, "embed": FakeEmbeddings(32)})
+        >>> store.put(("docs",), "a", {"text": "green tea"})
+        >>> folder = store.path
+        >>> folder.exists(), store.close(), folder.exists()
+        (True, None, False)
+        """
+        directory = Path(tempfile.mkdtemp(prefix="langmem-memory-"))
+        token = _OPEN_LATER.set(True)  # a new directory: no lock to take, no config to check
+        try:
+            store = cls(directory, index=index, ttl=ttl, search=search, options=options)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        finally:
+            _OPEN_LATER.reset(token)
+        gate = _Gate()
+        store._removal = weakref.finalize(store, _close_and_remove, store._engine, directory, gate)
+        # the first use's setup() opens it too: it waits for this one, or opens it and raises
+        opening = (store._engine, gate)
+        threading.Thread(target=_open_quietly, args=opening, name="langmem-open", daemon=True).start()
+        return store
+
+    @property
+    def path(self) -> Path | None:
+        """The directory of an embedded store (None on a server or in local mode)."""
+        return self._engine.path if isinstance(self._engine, EdgeEngine) else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -221,6 +283,12 @@ class QdrantStore(CheckedStore):
         """
         if self._ready and self._engine.is_open:
             return
+        if self._removal is not None and not self._removal.alive:
+            raise StoreError(
+                f"this temporary QdrantStore was closed and its directory {self.path} removed with "
+                "its data. Fix: keep the store (or the Memory) open while you use it, or give it a "
+                "directory that stays: QdrantStore('./memory') or Memory(path='./memory')."
+            )
         with self._setup_lock:
             if not self._engine.is_open:
                 self._engine.open()
@@ -241,6 +309,8 @@ class QdrantStore(CheckedStore):
             self._sweeper.stop()
         self._ready = False
         self._engine.close()
+        if self._removal is not None:
+            self._removal()  # a temporary store: its directory goes with it
 
     async def aclose(self) -> None:
         """:meth:`close`, from async code (also closes an async client the store created)."""
@@ -250,6 +320,8 @@ class QdrantStore(CheckedStore):
             self._sweeper.stop()
         self._ready = False
         await self._engine.aclose()
+        if self._removal is not None:
+            self._removal()
 
     def __enter__(self) -> QdrantStore:
         self.setup()
@@ -474,3 +546,28 @@ class QdrantStore(CheckedStore):
 
     def __repr__(self) -> str:
         return f"QdrantStore({self._engine.describe()}, dims={self._config.dims}, mode={self._config.mode!r})"
+
+
+class _Gate:
+    """Orders a temporary store's background open and its removal: no open after the removal."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.removed = False
+
+
+def _open_quietly(engine: Engine, gate: _Gate) -> None:
+    """Open a temporary store's engine ahead of its first use (which raises any error itself)."""
+    with gate.lock, contextlib.suppress(Exception):
+        if not gate.removed:  # closed before this thread ran: nothing to create
+            engine.open()
+
+
+def _close_and_remove(engine: Engine, directory: Path, gate: _Gate) -> None:
+    """Close a temporary store's engine and remove its directory (once: a ``weakref.finalize``)."""
+    with gate.lock:
+        gate.removed = True
+        try:
+            engine.close()
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)

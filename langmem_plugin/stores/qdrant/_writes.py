@@ -5,6 +5,8 @@ Used by a batch's puts (:mod:`._batch`) and by an import (:mod:`._maintenance`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -14,7 +16,15 @@ from langgraph.store.base import PutOp
 from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import index_texts
-from langmem_plugin.stores.qdrant._calls import Call, Delete, EmbedDocuments, Hit, PointData, Upsert
+from langmem_plugin.stores.qdrant._calls import (
+    Call,
+    Delete,
+    EmbedDocuments,
+    Hit,
+    PointData,
+    SetPayloads,
+    Upsert,
+)
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._layout import NEVER_US, minutes_us, ns_fields
 
@@ -79,17 +89,36 @@ def write(
         )
     if deletes:
         yield Delete(tuple(deletes))
-    yield from upsert(config, entries)
+    yield from upsert(config, entries, existing)
 
 
-def upsert(config: BatchConfig, entries: Sequence[Entry]) -> Steps[Call, None]:
-    """Embed the entries' texts (each distinct text once) and upsert their points."""
+def upsert(
+    config: BatchConfig, entries: Sequence[Entry], existing: Mapping[str, Hit] | None = None
+) -> Steps[Call, None]:
+    """Embed the entries' texts (each distinct text once) and upsert their points.
+
+    An entry whose point exists (in ``existing``) and is indexed by the same texts (its
+    ``index_hash``) keeps its vectors: only its payload is written (one :class:`SetPayloads`
+    for all such entries), so a write that changes bookkeeping alone embeds nothing.
+    """
     if not entries:
         return
-    texts_of = [_texts_for(config, e.index, e.value) for e in entries]
+    indexed = [_indexed_by(config, e) for e in entries]
+    kept: list[tuple[str, dict[str, Any]]] = []
+    fresh: list[tuple[Entry, list[str], list[str], str]] = []
+    for e, (texts, words, digest) in zip(entries, indexed, strict=True):
+        old = existing.get(e.pid) if existing is not None else None
+        if old is not None and old.payload.get("index_hash") == digest:
+            kept.append((e.pid, _bookkeeping(e)))
+        else:
+            fresh.append((e, texts, words, digest))
+    if kept:
+        yield SetPayloads(tuple(kept))
+    if not fresh:
+        return
     dense_of: dict[str, list[float]] = {}
     if config.dims is not None:
-        unique = sorted({t for texts in texts_of for t in texts})
+        unique = sorted({t for _, texts, _, _ in fresh for t in texts})
         if unique:
             vectors: list[list[float]] = yield EmbedDocuments(tuple(unique))
             if len(vectors) != len(unique):
@@ -98,28 +127,45 @@ def upsert(config: BatchConfig, entries: Sequence[Entry]) -> Steps[Call, None]:
                 )
             dense_of = dict(zip(unique, (checked(config, v) for v in vectors), strict=True))
     points: list[PointData] = []
-    for e, texts in zip(entries, texts_of, strict=True):
+    for e, texts, words, digest in fresh:
         token, prefixes = ns_fields(e.namespace)
-        # With lexical_fields, BM25 reads other fields than the embedded ones — of indexed items
-        # only, so that an item is either scored by both halves or listed unscored.
-        words = texts
-        if config.lexical_fields and texts:
-            words = index_texts(e.value, list(config.lexical_fields))
         sparse = config.encoder.encode_document("\n".join(words)) if words else None
         dense = [dense_of[t] for t in texts] if config.dims is not None and texts else None
         payload = {
             "ns": token,
             "ns_prefix": prefixes,
             "key": e.key,
-            "value": e.value,
-            "created_us": e.created_us,
-            "updated_us": e.updated_us,
-            "expires_us": e.expires_us,
-            "ttl": e.ttl,
+            **_bookkeeping(e),
             "indexed": int(bool(dense) if config.dims is not None else bool(sparse)),
+            "index_hash": digest,
         }
         points.append(PointData(e.pid, payload, dense, sparse if sparse else None))
     yield Upsert(tuple(points))
+
+
+def _bookkeeping(e: Entry) -> dict[str, Any]:
+    """The payload fields a put writes whether or not its texts changed."""
+    return {
+        "value": e.value,
+        "created_us": e.created_us,
+        "updated_us": e.updated_us,
+        "expires_us": e.expires_us,
+        "ttl": e.ttl,
+    }
+
+
+def _indexed_by(config: BatchConfig, e: Entry) -> tuple[list[str], list[str], str]:
+    """The texts an entry is embedded by, the texts BM25 reads, and a hash of both.
+
+    With lexical_fields, BM25 reads other fields than the embedded ones — of indexed items
+    only, so that an item is either scored by both halves or listed unscored.
+    """
+    texts = _texts_for(config, e.index, e.value)
+    words = index_texts(e.value, list(config.lexical_fields)) if config.lexical_fields and texts else texts
+    digest = hashlib.blake2b(
+        json.dumps([texts, words], ensure_ascii=False).encode(), digest_size=16
+    ).hexdigest()
+    return texts, words, digest
 
 
 def _string_leaves(value: Any) -> list[str]:

@@ -1,0 +1,96 @@
+"""Clearing that reaches the source: ``clear_memory`` removes the exchanges of what it clears.
+
+:func:`~langmem_plugin.services.operations.clear_steps` picks the memories of a compartment by
+category, tags or kinds and deletes them in one batch. :func:`clear_reaching_steps` runs it
+unchanged and puts, at the head of that batch, the removal of the exchanges those memories came
+from (:func:`.provenance.exchange_removal_steps`) — first, so a crash part-way never leaves a
+memory deleted while an exchange that stated it is still recalled, as a forget does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import Item, PutOp
+
+from langmem_plugin.core.record import MemoryKind
+from langmem_plugin.core.scope import NamespaceTemplate, Scope
+from langmem_plugin.services.history import HISTORY_NAMESPACE
+from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
+from langmem_plugin.services.operations import StoredMemory, clear_steps, to_stored
+from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.upkeep.provenance import Forgotten, exchange_removal_steps
+
+__all__ = ["Cleared", "clear_reaching_steps"]
+
+
+@dataclass
+class Cleared:
+    """What a clear removed.
+
+    Attributes:
+        memories: the memories cleared.
+        forgotten: the exchanges (and passages) they came from, removed with them.
+    """
+
+    memories: list[StoredMemory] = field(default_factory=list)
+    forgotten: Forgotten = field(default_factory=Forgotten)
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of the memories cleared."""
+        return [m.id for m in self.memories]
+
+
+def clear_reaching_steps(
+    scope: Scope,
+    layout: MemoryLayout,
+    compartment: Compartment | str,
+    *,
+    category: str | None = None,
+    tags: Sequence[str] | str | None = None,
+    kinds: Sequence[MemoryKind] | None = None,
+    everything: bool = False,
+    recorded_by: str | None = None,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
+) -> StoreSteps[Cleared]:
+    """:func:`~langmem_plugin.services.operations.clear_steps`, with the exchanges of what it
+    clears removed at the head of its delete batch; what was removed.
+
+    Raises:
+        InvalidFilterError: as ``clear_steps`` (nothing is removed).
+    """
+    comp = parse_compartment(compartment, allowed=None)
+    inner = clear_steps(
+        scope,
+        layout,
+        comp,
+        category=category,
+        tags=tags,
+        kinds=kinds,
+        everything=everything,
+        recorded_by=recorded_by,
+        history=history,
+    )
+    cleared = Cleared()
+    read: dict[tuple[tuple[str, ...], str], Item] = {}
+    answer: Any = None
+    while True:
+        try:
+            ops = inner.send(answer)
+        except StopIteration as stop:
+            cleared.memories = list(stop.value)
+            return cleared
+        if isinstance(ops, Sequence):  # a batch of ops (not a pause or a bounded write)
+            deletes = {(tuple(o.namespace), o.key) for o in ops if isinstance(o, PutOp) and o.value is None}
+            doomed = [m for key in deletes if (i := read.get(key)) and (m := to_stored(i, comp))]
+            if doomed:  # clear's delete batch: the exchanges of what it deletes go first, in it
+                removal = yield from exchange_removal_steps(scope, layout, doomed, cleared.forgotten)
+                ops = [*(op for op in removal if (tuple(op.namespace), op.key) not in deletes), *ops]
+        answer = yield ops
+        for result in answer if isinstance(answer, list) else []:
+            for item in result if isinstance(result, list) else []:
+                if isinstance(item, Item):
+                    read[(tuple(item.namespace), item.key)] = item

@@ -1,0 +1,130 @@
+"""The schema this store adds to LangGraph's, the check made when a store is opened, and the one
+place where Postgres's exceptions become ours.
+
+LangGraph's ``PostgresStore.setup()`` creates and migrates ``store`` (and, with an index,
+``store_vectors`` and the pgvector extension); this store then applies its own numbered
+migrations, recorded in ``langmem_store_migrations`` beside LangGraph's ``store_migrations``:
+
+0. ``store.lexical_terms bigint[]``, ``store.lexical_weights real[]`` (an item's BM25 terms and
+   weights) and ``store.ttl_exact double precision`` (the TTL in minutes, unrounded);
+1. a GIN index on ``store.lexical_terms`` (the lexical candidates and the document frequencies);
+2. with an index: a ``text_pattern_ops`` index on ``store_vectors.prefix`` (the dense scan of one
+   namespace).
+
+LangGraph's own ``PostgresStore`` keeps working on the same tables (it ignores the new columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langmem_plugin.errors import ConfigurationError, StoreConfigMismatchError, StoreError
+
+__all__ = ["MIGRATIONS", "VECTOR_MIGRATIONS", "check_statements", "redacted", "translated"]
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    ALTER TABLE store
+        ADD COLUMN IF NOT EXISTS lexical_terms bigint[],
+        ADD COLUMN IF NOT EXISTS lexical_weights real[],
+        ADD COLUMN IF NOT EXISTS ttl_exact double precision
+    """,
+    "CREATE INDEX IF NOT EXISTS store_lexical_terms_idx ON store USING gin (lexical_terms)",
+)
+
+#: Applied only when the store has an index (``store_vectors`` exists then).
+VECTOR_MIGRATIONS: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS store_vectors_prefix_idx ON store_vectors (prefix text_pattern_ops)",
+)
+
+#: The version table and the migrations recorded in it (``kind`` is ``lexical`` or ``vector``).
+VERSION_TABLE = """
+    CREATE TABLE IF NOT EXISTS langmem_store_migrations (
+        kind text NOT NULL, v integer NOT NULL, PRIMARY KEY (kind, v)
+    )
+"""
+
+
+def check_statements() -> dict[str, str]:
+    """The read-only queries of :func:`~._store.PostgresMemoryStore.check`, by name."""
+    return {
+        "vector_available": "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'",
+        "vector_installed": "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+        "tables": """
+            SELECT to_regclass('store') IS NOT NULL AS store,
+                   to_regclass('store_vectors') IS NOT NULL AS vectors,
+                   to_regclass('langmem_store_migrations') IS NOT NULL AS ours
+        """,
+        "versions": "SELECT kind, max(v) AS v FROM langmem_store_migrations GROUP BY kind",
+        "dims": """
+            SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute
+            WHERE attrelid = 'store_vectors'::regclass AND attname = 'embedding'
+        """,
+    }
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for an error message."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a connection string that is not a URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def schema_error(what: str) -> StoreError:
+    return StoreError(
+        f"the Postgres store's schema {what}. Fix: run its migrations once — "
+        "PostgresMemoryStore.from_conn_string(url, ..., setup=True), or store.setup()."
+    )
+
+
+def dims_mismatch(found: str, dims: int, vector_type: str) -> StoreConfigMismatchError:
+    return StoreConfigMismatchError(
+        f"the database's store_vectors.embedding is {found}, but this store's index has "
+        f"dims={dims} ({vector_type}({dims})). Fix: use the embedder the database was written with, "
+        "or another database (or schema) for this embedder."
+    )
+
+
+@contextmanager
+def translated(action: str, target: str = "") -> Iterator[None]:
+    """Postgres's exceptions as ours, ``raise ... from`` the original: the one choke point.
+
+    - cannot connect, a connection lost mid-statement → :class:`StoreError` naming the server;
+      a transaction that was open is rolled back by the server (nothing half-written);
+    - a connection string psycopg cannot parse → :class:`ConfigurationError`;
+    - any other database error → :class:`StoreError` with Postgres's message.
+    """
+    import psycopg
+
+    where = f" ({target})" if target else ""
+    try:
+        yield
+    except (StoreError, ConfigurationError):
+        raise
+    except psycopg.ProgrammingError as exc:
+        if "connection" in str(exc).lower() and "invalid" in str(exc).lower():
+            raise ConfigurationError(
+                f"not a Postgres connection string{where}: {exc}. "
+                "Fix: postgresql://user:password@host:5432/dbname"
+            ) from exc
+        raise StoreError(f"Postgres refused to {action}{where}: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise StoreError(
+            f"cannot {action}: the Postgres server{where} is unreachable or the connection dropped: "
+            f"{str(exc).strip()}. Fix: check that the server is up and the URL (host, port, user, "
+            "database) is right; a batch that was running wrote nothing."
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"Postgres failed to {action}{where}: {str(exc).strip()}") from exc
+
+
+def first(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return rows[0] if rows else None

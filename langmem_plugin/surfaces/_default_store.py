@@ -1,0 +1,132 @@
+"""The store ``Memory()`` makes when given none, and the ``index`` config that suits what it writes.
+
+With no store, memory lives in Qdrant's embedded engine with :func:`memory_index` — the
+path ``bench locomo`` measures (dense + BM25 candidates fused by recall) — in a temporary
+directory removed when the memory (or the store) is closed, garbage-collected, or the
+process exits; ``Memory(path="./memory")`` keeps it in a directory instead. No server,
+nothing downloaded. LangGraph's ``InMemoryStore`` stays one argument away
+(``Memory(InMemoryStore())``), with dense-only recall.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from langgraph.store.base import IndexConfig
+
+from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
+from langmem_plugin.errors import ConfigurationError, shown
+from langmem_plugin.services.operations import INDEX_FIELDS
+
+if TYPE_CHECKING:
+    from langmem_plugin.stores.qdrant import QdrantStore
+
+__all__ = ["LEXICAL_FIELDS", "MemoryIndexConfig", "default_store", "memory_index"]
+
+#: What BM25 should read of what remember writes: the session's date (as the history gave it),
+#: the turn before (the question an answer shares no word with) and the text itself.
+LEXICAL_FIELDS: tuple[str, ...] = ("metadata.session", "metadata.context", "content")
+
+
+class MemoryIndexConfig(IndexConfig, total=False):
+    """An ``index`` config that ``QdrantStore`` and ``CheckpointerStore`` both take."""
+
+    lexical_fields: list[str]
+    mode: Literal["semantic", "lexical", "hybrid"]
+
+
+def memory_index(
+    embeddings: EmbeddingsSpec | None = None, *, mode: Literal["semantic", "lexical", "hybrid"] = "hybrid"
+) -> MemoryIndexConfig:
+    """The ``index`` config for ``QdrantStore`` and ``CheckpointerStore`` that suits what Memory writes.
+
+    Dense vectors of each memory's ``content``, and a BM25 index over :data:`LEXICAL_FIELDS`
+    (the stores' candidate lists give recall both). ``embeddings`` is resolved as ``Memory``
+    resolves it (default: the offline MiniLM). ``mode`` is read by a CheckpointerStore only
+    (QdrantStore always keeps both indexes): ``"hybrid"`` keeps the BM25 index its default
+    ``"semantic"`` mode does without.
+
+    >>> from langmem_plugin.testing import FakeEmbeddings
+    >>> index = memory_index(FakeEmbeddings(32))
+    >>> index["dims"], index["fields"], index["lexical_fields"], index["mode"]
+    (32, ['content'], ['metadata.session', 'metadata.context', 'content'], 'hybrid')
+    """
+    embedder = resolve_embeddings(embeddings)
+    index = MemoryIndexConfig(
+        dims=embedding_dims(embedder), embed=embedder, fields=list(INDEX_FIELDS), mode=mode
+    )
+    if mode != "semantic":
+        index["lexical_fields"] = list(LEXICAL_FIELDS)
+    return index
+
+
+def default_store(
+    embeddings: EmbeddingsSpec | None = None, *, path: str | os.PathLike[str] | None = None
+) -> QdrantStore:
+    """The store of ``Memory()``: embedded Qdrant with :func:`memory_index` (hybrid recall).
+
+    Without ``path``, in a new temporary directory removed when the store is closed
+    (``Memory.close()`` closes it), garbage-collected, or the process exits. With ``path``,
+    in that directory (created when missing), durable there; one opener at a time.
+
+    >>> from langmem_plugin.testing import FakeEmbeddings
+    >>> store = default_store(FakeEmbeddings(32))
+    >>> store.search_mode, store.path.name.startswith("langmem-memory-")
+    ('hybrid', True)
+    >>> store.close()
+
+    Raises:
+        ConfigurationError: ``path`` is not a directory this store can use (not a ``str`` or
+            path, a file, a folder holding other files, or one it cannot create or write);
+            the message names the path and the fix.
+        StoreLockedError: another store (in this process or another) holds ``path``.
+        StoreConfigMismatchError: ``path`` was written with another embedder's dims.
+    """
+    from langmem_plugin.stores.qdrant import QdrantStore  # qdrant-client is slow to import: on use
+
+    index = memory_index(embeddings)
+    if path is None:
+        return QdrantStore.temporary(index=index)
+    return QdrantStore(usable_directory(path), index=index)
+
+
+def usable_directory(path: object) -> Path:
+    """``path`` as a directory a memory can live in, created when missing.
+
+    Raises:
+        ConfigurationError: not a ``str``/``os.PathLike``, empty or ``":memory:"``, a file,
+            a non-empty folder that is not a memory store, or one that cannot be created or written.
+    """
+    fix = "Fix: Memory(path='./memory') (a directory of its own), or Memory() for a temporary one."
+    if not isinstance(path, str | os.PathLike) or not str(os.fspath(path)).strip():
+        raise ConfigurationError(
+            f"Memory's path must be a directory name (a str or a Path), got {shown(path)}. {fix}"
+        )
+    if os.fspath(path) == ":memory:":
+        raise ConfigurationError(
+            "Memory(path=':memory:') is not a directory. Fix: Memory() keeps memory in a temporary "
+            "directory removed when the memory is closed; Memory(InMemoryStore()) keeps it in this process."
+        )
+    directory = Path(os.fspath(path)).expanduser()
+    try:
+        _check_directory(directory, fix)
+    except (OSError, ValueError) as exc:  # a name the system refuses (a NUL byte, too long, ...)
+        if isinstance(exc, ConfigurationError):
+            raise
+        raise ConfigurationError(f"Memory's path {str(directory)!r} cannot be used: {exc}. {fix}") from exc
+    return directory
+
+
+def _check_directory(directory: Path, fix: str) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise ConfigurationError(f"Memory's path {str(directory)!r} is a file, not a directory. {fix}")
+    if directory.is_dir() and not (directory / "store.json").exists() and any(directory.iterdir()):
+        raise ConfigurationError(
+            f"Memory's path {str(directory)!r} holds other files and no memory store (no store.json): "
+            f"the store would write its files among them. {fix}"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"Memory's path {str(directory)!r} is not writable by this process. {fix}")

@@ -1,0 +1,60 @@
+"""The offline embedders the benchmarks compare, and what names the model behind a store's vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langmem_plugin.core.embeddings import (
+    DEFAULT_EMBEDDINGS,
+    LOCAL_EMBEDDERS,
+    MiniLMEmbeddings,
+    embedder_id,
+    local_embeddings,
+)
+from langmem_plugin.errors import UnknownEmbeddingsError
+from langmem_plugin.testing import FakeEmbeddings
+
+
+def test_an_unknown_offline_embedder_is_a_typed_error_listing_the_known_ones() -> None:
+    with pytest.raises(UnknownEmbeddingsError, match=r"'bge-small-en-v1\.5'") as caught:
+        local_embeddings("bge-small-en-v1.5")
+    for name in LOCAL_EMBEDDERS:
+        assert repr(name) in str(caught.value)
+
+
+def test_the_float_and_int8_minilm_are_one_model() -> None:
+    pytest.importorskip("onnx")  # the int8 extra
+    texts = ["When did Ann start pottery classes?", "Bo adopted a puppy named Biscuit."]
+    float_, int8 = (local_embeddings(name) for name in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"))
+    assert isinstance(float_, MiniLMEmbeddings)
+    assert not float_.quantized
+    assert isinstance(int8, MiniLMEmbeddings)
+    assert int8.quantized
+    a, b = np.array(float_.embed_documents(texts)), np.array(int8.embed_documents(texts))
+    assert a.shape == b.shape == (2, 384)
+    assert np.all((a * b).sum(axis=1) > 0.97)  # unit vectors: the cosine
+    # the same model, so a store written with one answers the other's queries
+    assert embedder_id(float_) == embedder_id(int8) == DEFAULT_EMBEDDINGS
+
+
+class _Named(Embeddings):
+    def __init__(self, **attributes: object) -> None:
+        self.__dict__.update(attributes)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0]
+
+
+def test_what_names_an_embedders_model() -> None:
+    assert embedder_id(None) is None
+    assert embedder_id(FakeEmbeddings(8)) is None  # nothing names it: a store records nothing
+    assert embedder_id(_Named(model="text-embedding-3-small")) == "_Named:text-embedding-3-small"
+    assert embedder_id(_Named(model_name="BAAI/bge-small-en-v1.5")) == "_Named:BAAI/bge-small-en-v1.5"
+    # what an object declares wins
+    assert embedder_id(_Named(embedder_id="mine:v2", model="other")) == "mine:v2"
+    assert embedder_id(_Named(model="")) is None
