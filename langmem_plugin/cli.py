@@ -209,7 +209,7 @@ def _directory(text: str) -> str:
             raise NotADirectoryError(0, f"{str(existing)!r} is a file")
         with tempfile.TemporaryFile(dir=existing):
             pass
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL in the path; ~nosuchuser
         reason = getattr(exc, "strerror", None) or str(exc)
         raise argparse.ArgumentTypeError(
             f"cannot write in {text!r} ({reason}): pass a directory you can write in, or leave --dir out "

@@ -122,6 +122,7 @@ def test_a_store_given_is_used_as_is_and_left_open(tmp_path: Path) -> None:
         ("a-file", "is a file"),
         ("foreign", "holds other files"),
         ("bad\x00name", "cannot be used"),
+        ("~no-such-user-here/memory", "cannot be used"),  # a home directory that cannot be found
     ],
 )
 def test_a_path_that_cannot_be_used_is_a_typed_error(

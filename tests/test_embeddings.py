@@ -154,6 +154,20 @@ def test_quantized_model_is_built_once_into_the_cache(
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [built.name]  # no build leftovers
 
 
+def test_the_cache_has_a_home_when_the_process_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from langmem_plugin.core.embeddings import _cache_dir
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("LANGMEM_PLUGIN_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert _cache_dir() == Path(tempfile.gettempdir()) / "langmem-plugin"
+
+
 def test_empty_batch(minilm: MiniLMEmbeddings) -> None:
     assert minilm.embed_documents([]) == []
 

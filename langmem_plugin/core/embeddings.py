@@ -105,7 +105,13 @@ def _cache_dir() -> Path:
     configured = os.environ.get("LANGMEM_PLUGIN_CACHE")
     if configured:
         return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langmem-plugin"
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no HOME and no passwd entry (some containers): a shared temporary cache
+            base = tempfile.gettempdir()
+    return Path(base) / "langmem-plugin"
 
 
 def _quantized_model(model_path: str) -> str:

@@ -109,10 +109,11 @@ def usable_directory(path: object) -> Path:
             "Memory(path=':memory:') is not a directory. Fix: Memory() keeps memory in a temporary "
             "directory removed when the memory is closed; Memory(InMemoryStore()) keeps it in this process."
         )
-    directory = Path(os.fspath(path)).expanduser()
+    directory = Path(os.fspath(path))
     try:
+        directory = directory.expanduser()
         _check_directory(directory, fix)
-    except (OSError, ValueError) as exc:  # a name the system refuses (a NUL byte, too long, ...)
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, too long, ~nosuchuser, ...
         if isinstance(exc, ConfigurationError):
             raise
         raise ConfigurationError(f"Memory's path {str(directory)!r} cannot be used: {exc}. {fix}") from exc
