@@ -9,6 +9,7 @@ The tree::
     LangMemPluginError (Exception)
     ├── BlockingCallError (RuntimeError)      a synchronous call that would block (deadlock) an event loop
     ├── ConfigurationError (ValueError)       the package was configured wrongly
+    │   ├── ReadOnlyError                     a change asked of a read-only inspector
     │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing, or is not an exact id
     │   ├── StoreConfigMismatchError          a store reopened with another config than it was written with
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
@@ -48,6 +49,7 @@ __all__ = [
     "MissingDependencyError",
     "OfflineResourceError",
     "PlanError",
+    "ReadOnlyError",
     "ScopeError",
     "StoreConfigMismatchError",
     "StoreError",
@@ -121,6 +123,10 @@ class InvalidValueError(LangMemPluginError, ValueError):
     """A write a store refuses: a value that is not a JSON object of JSON values, larger or deeper than
     the limits (``stores._common.MAX_VALUE_BYTES``, ``MAX_VALUE_DEPTH``), holding text that is not valid
     Unicode (a lone surrogate); or an item key that is not a ``str``. Nothing of the write is stored."""
+
+
+class ReadOnlyError(ConfigurationError):
+    """A change (edit, forget) asked of an inspector that was made read-only."""
 
 
 class InvalidFilterError(LangMemPluginError, ValueError):

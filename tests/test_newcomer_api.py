@@ -29,6 +29,7 @@ from langchain_core.prompt_values import ChatPromptValue
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import (
     ConfigurationError,
@@ -435,3 +436,34 @@ def test_trim_window_reads_what_a_chat_model_reads() -> None:
 def test_a_tiny_window_keeps_the_question_with_the_answer() -> None:
     messages = [HumanMessage("What tea does Sam drink?"), AIMessage("Green tea.")]
     assert trim_window(messages, max_tokens=5) == messages
+
+
+@pytest.mark.parametrize(
+    ("tool", "good", "takes"),
+    [
+        ("add_run_note", {"note": "the build is green"}, "add_run_note takes note"),
+        ("create_plan", {"goal": "ship", "steps": ["build"]}, "create_plan takes goal, steps"),
+        ("update_plan_step", {"step_id": "s1", "status": "completed"}, "update_plan_step takes step_id"),
+    ],
+)
+def test_plan_and_run_note_tools_refuse_unknown_arguments_and_change_nothing(
+    tool: str, good: dict[str, Any], takes: str
+) -> None:
+    from langmem_plugin import MemoryState
+
+    with Memory(InMemoryStore(), embeddings=FakeEmbeddings(), plan=True) as memory:
+        builder = StateGraph(MemoryState)
+        builder.add_node("tools", ToolNode(memory.tools))
+        builder.add_edge(START, "tools")
+        builder.add_edge("tools", END)
+        graph = builder.compile(checkpointer=InMemorySaver(), store=memory.store)
+        call = {"name": tool, "args": {**good, "priority": "high"}, "id": "call-1", "type": "tool_call"}
+        out = graph.invoke({"messages": [AIMessage("", tool_calls=[call])]}, CONFIG)
+        answer = out["messages"][-1]
+        assert isinstance(answer, ToolMessage)
+        assert answer.status == "error"
+        assert "unknown argument(s) 'priority'" in answer.content
+        assert takes in answer.content
+        assert "Nothing was done" in answer.content
+        assert not out.get("plan")
+        assert not out.get("run_memory")

@@ -25,7 +25,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.layout import aroom_held, room_held
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
-__all__ = ["StepsBuilder", "store_tool", "strict_schema", "validation_message"]
+__all__ = ["StepsBuilder", "sent_arguments", "store_tool", "strict_schema", "validation_message"]
 
 #: Store steps for one call: from the run's scope and the call's (validated) arguments.
 StepsBuilder = Callable[[Scope, dict[str, Any]], StoreSteps[Any]]
@@ -61,6 +61,20 @@ def strict_schema(schema: type[BaseModel]) -> type[BaseModel]:
         return schema
     config = ConfigDict(**{**schema.model_config, "extra": "forbid"})
     return type(schema.__name__, (schema,), {"model_config": config, "__doc__": schema.__doc__})
+
+
+def sent_arguments(messages: Any, call_id: str) -> dict[str, Any] | None:
+    """The arguments of tool call ``call_id`` as the model sent them (the newest model message
+    that made it), for a tool whose runtime is injected and whose schema therefore cannot be
+    strict; ``None`` when no message made it."""
+    if not call_id or not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or []:
+            if call.get("id") == call_id:
+                args = call.get("args")
+                return args if isinstance(args, dict) else None
+    return None
 
 
 class _StrictTool(StructuredTool):

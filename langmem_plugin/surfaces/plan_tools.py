@@ -37,6 +37,7 @@ the state key and the prompt section come with the nodes and the middleware).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -50,6 +51,7 @@ from pydantic import BaseModel, Field, ValidationError
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.plan import PLAN_CALLS, PlanCall, PlanState, answer, as_plan, replay_calls
 from langmem_plugin.services.turn import state_value
+from langmem_plugin.surfaces._tooling import strict_schema, validation_message
 
 __all__ = ["PLAN_TOOL_NAMES", "PlanState", "create_plan_tools"]
 
@@ -97,6 +99,8 @@ _SCHEMAS: dict[str, type[BaseModel]] = {
     "complete_plan": CompletePlanInput,
     "get_plan": GetPlanInput,
 }
+#: The schemas as the tools take them: an argument a tool does not take is refused, not dropped.
+_STRICT: dict[str, type[BaseModel]] = {name: strict_schema(schema) for name, schema in _SCHEMAS.items()}
 
 _DESCRIPTIONS = {
     "create_plan": "Create a plan for a multi-step task: a goal and its steps (ids s1, s2, ...). "
@@ -113,23 +117,24 @@ _DESCRIPTIONS = {
 _STEP_ID_FIELDS = frozenset({"step_id", "after"})
 
 
-def _error_message(exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-        for e in exc.errors(include_url=False)
-    )
-    hint = ""
+def _error_message(exc: ValidationError, name: str | None = None) -> str:
+    """The answer to arguments the schema of tool ``name`` refuses (an argument it does not take
+    is named, with those it takes); the plan is not changed."""
+    message = validation_message(exc, name, list(_SCHEMAS[name].model_fields) if name else ())
     if any(e["loc"] and e["loc"][0] in _STEP_ID_FIELDS for e in exc.errors(include_url=False)):
-        hint = ' A step id is a text, exactly as the plan shows it, like "s2".'
-    return f"Error: invalid arguments: {problems}.{hint} Fix the arguments and call the tool again."
+        message = message.replace(
+            " Nothing was done.",
+            ' A step id is a text, exactly as the plan shows it, like "s2". Nothing was done.',
+        )
+    return message
 
 
 def _validated(name: str, args: Any, call_id: str) -> PlanCall:
     """A call of tool ``name``, with its arguments as the tool's schema validates them (or refused)."""
     try:
-        return PlanCall(name, _SCHEMAS[name].model_validate(args).model_dump(), call_id)
+        return PlanCall(name, _STRICT[name].model_validate(args).model_dump(), call_id)
     except ValidationError as exc:
-        return PlanCall(name, {}, call_id, refusal=_error_message(exc))
+        return PlanCall(name, {}, call_id, refusal=_error_message(exc, name))
 
 
 def _message_calls(
@@ -155,7 +160,9 @@ def _message_calls(
         mine = call_id == me.call_id
         if tool not in names or (call_id in answered and not mine) or (mine and index >= 0):
             continue
-        call = me if mine else _validated(tool, tool_call.get("args"), call_id)
+        # the call as the model sent it, checked strictly (LangChain drops an argument the schema
+        # does not declare before the tool runs: refused here, the plan is left as it is)
+        call = _validated(tool, tool_call.get("args"), call_id)
         if ids[call_id] > 1:
             refusal = (
                 f"{ids[call_id]} tool calls of this message have the id {call_id!r}; each tool call "
@@ -208,9 +215,9 @@ def _make_tool(name: str, key: str, messages_key: str, names: frozenset[str]) ->
         coroutine=arun,
         name=name,
         description=_DESCRIPTIONS[name],
-        args_schema=_SCHEMAS[name],
+        args_schema=_SCHEMAS[name],  # not strict: ToolNode injects `runtime` into the arguments
         infer_schema=False,
-        handle_validation_error=_error_message,
+        handle_validation_error=functools.partial(_error_message, name=name),
     )
 
 

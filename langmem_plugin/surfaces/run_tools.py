@@ -23,12 +23,13 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from langmem_plugin.errors import LangMemPluginError
 from langmem_plugin.services.context import DEFAULT_KEYS, RUN_NOTE_TOOL, StateKeys, notes_before
 from langmem_plugin.services.layout import MemoryLayout, add_run_note
 from langmem_plugin.services.turn import state_value
+from langmem_plugin.surfaces._tooling import sent_arguments, strict_schema, validation_message
 
 __all__ = ["create_run_tools"]
 
@@ -41,6 +42,15 @@ _DESCRIPTION = (
 
 class AddRunNoteInput(BaseModel):
     note: str = Field(description="The note, one short sentence.")
+
+
+_STRICT_INPUT = strict_schema(AddRunNoteInput)
+
+
+def _refusal(exc: ValidationError) -> str:
+    return validation_message(exc, RUN_NOTE_TOOL, ["note"]).replace(
+        "Nothing was done.", "Nothing was done: nothing was added to run memory."
+    )
 
 
 def create_run_tools(*, layout: MemoryLayout | None = None, keys: StateKeys = DEFAULT_KEYS) -> list[BaseTool]:
@@ -59,7 +69,10 @@ def create_run_tools(*, layout: MemoryLayout | None = None, keys: StateKeys = DE
         update: dict[str, Any] = {}
         status: Literal["success", "error"] = "success"
         try:
+            _STRICT_INPUT.model_validate(sent_arguments(messages, call_id) or {"note": note})
             after = add_run_note(before, note, layout=layout)
+        except ValidationError as exc:  # an argument the tool does not take (LangChain drops it)
+            text, status = _refusal(exc), "error"
         except LangMemPluginError as exc:
             text, status = f"Error: {exc}. Nothing was added to run memory.", "error"
         else:
@@ -77,7 +90,8 @@ def create_run_tools(*, layout: MemoryLayout | None = None, keys: StateKeys = DE
             coroutine=arun,
             name=RUN_NOTE_TOOL,
             description=_DESCRIPTION,
-            args_schema=AddRunNoteInput,
+            args_schema=AddRunNoteInput,  # not strict: ToolNode injects `runtime` into the arguments
             infer_schema=False,
+            handle_validation_error=_refusal,
         )
     ]

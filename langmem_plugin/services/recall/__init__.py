@@ -17,6 +17,7 @@ from langmem_plugin.services.recall.passages import Passage, join_passages, spli
 from langmem_plugin.services.recall.rank import (
     FENCE_CLOSE,
     FENCE_OPEN,
+    Considered,
     Recall,
     RecallConfig,
     RecalledItem,
@@ -31,6 +32,7 @@ from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalC
 __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "Considered",
     "HybridRetriever",
     "Passage",
     "Recall",

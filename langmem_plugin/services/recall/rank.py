@@ -44,6 +44,8 @@ from langgraph.store.base import SearchOp
 
 from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, fence, quote
 from langmem_plugin.core.fence import entry as fenced_entry
+from langmem_plugin.core.html import cell as html_cell
+from langmem_plugin.core.html import table as html_table
 from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
@@ -58,12 +60,13 @@ from langmem_plugin.services.recall.fit import (
     knowledge_line,
     part_of,
 )
-from langmem_plugin.services.recall.retrieval import RetrievalConfig, fused_search_steps
+from langmem_plugin.services.recall.retrieval import RetrievalConfig, RetrievedItem, fused_search_steps
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "Considered",
     "Recall",
     "RecallConfig",
     "RecalledItem",
@@ -201,6 +204,47 @@ class RecalledItem:
 
 
 @dataclass(frozen=True)
+class Considered:
+    """A candidate recall weighed, and what became of it (for "why this and not that?").
+
+    Attributes:
+        id: the memory's id.
+        compartment: where it lives.
+        content: its text.
+        outcome: ``"injected"``; ``"over budget"`` (its section's tokens were spent);
+            ``"max items"`` (``max_items`` were injected before it); ``"below threshold"``
+            (no word shared with the query and a dense similarity under ``min_relevance``, or
+            a store score under the threshold); ``"duplicate"`` (the same id, text or passage
+            ranked higher); ``"superseded"`` (a later fact made it no longer true).
+        relevance: the search's fused score (as :attr:`RecalledItem.relevance`).
+        dense: the store's dense similarity (``None``: not among the dense candidates).
+        lexical: the BM25 score (``None``: no word shared with the query).
+        lifts: what each lift added to ``relevance`` (``("neighbours", 0.31)``...).
+        score: recall's rank score (``None``: dropped before ranking).
+        rank: the position in rank order, 1 first (``None``: dropped before ranking).
+        tokens: what it cost in the prompt (``None``: not injected).
+    """
+
+    id: str
+    compartment: str
+    content: str
+    outcome: str
+    relevance: float | None = None
+    dense: float | None = None
+    lexical: float | None = None
+    lifts: tuple[tuple[str, float], ...] = ()
+    score: float | None = None
+    rank: int | None = None
+    tokens: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able."""
+        out = asdict(self)
+        out["lifts"] = {name: value for name, value in self.lifts}
+        return out
+
+
+@dataclass(frozen=True)
 class Recall:
     """The outcome of one recall.
 
@@ -210,6 +254,8 @@ class Recall:
         items: what was injected from the store, in rank order.
         tokens: tokens per section ('memories', 'knowledge', 'plan', 'run') and 'total'.
         knowledge_mode: 'whole', 'retrieved' or 'off'.
+        considered: every candidate the search found, in rank order then the dropped ones,
+            with its signals and what became of it (not part of :meth:`record`).
     """
 
     prompt: str
@@ -218,6 +264,29 @@ class Recall:
     tokens: dict[str, int]
     knowledge_mode: str
     budgets: TokenBudgets
+    considered: tuple[Considered, ...] = ()
+
+    def _repr_html_(self) -> str:
+        """In a notebook: every candidate weighed and what became of it, then the fenced prompt."""
+        rows = [
+            (
+                c.rank,
+                c.outcome,
+                c.compartment,
+                c.score,
+                c.relevance,
+                c.dense,
+                c.lexical,
+                ", ".join(f"{name} {value:+.2f}" for name, value in c.lifts),
+                c.tokens,
+                c.content,
+            )
+            for c in self.considered
+        ]
+        headers = ("rank", "outcome", "compartment", "score", "relevance", "dense", "lexical", "lifts")
+        caption = f"recall of {self.query!r}: {self.tokens.get('total', 0)} tokens injected"
+        prompt = f"<pre style='white-space:pre-wrap'>{html_cell(self.prompt, limit=20_000)}</pre>"
+        return html_table((*headers, "tokens", "content"), rows, caption=caption) + prompt
 
     def record(self) -> dict[str, Any]:
         """What was injected, JSON-able, for ``state["memory_context"]``."""
@@ -275,6 +344,8 @@ def search_candidates(
     limit: int,
     retrieval: RetrievalConfig | None = None,
     min_similarity: float | None = None,
+    signals: dict[tuple[tuple[str, ...], str], RetrievedItem] | None = None,
+    dropped: list[Considered] | None = None,
 ) -> StoreSteps[list[StoredMemory]]:
     """The candidate search of recall: one search per namespace, all in one request to the store.
 
@@ -283,7 +354,8 @@ def search_candidates(
     one candidate request, the lists fused per namespace; scores are the fused
     scores, and a candidate that shares no word with the query (no BM25 score) needs
     a dense similarity of at least ``min_similarity``, so an unrelated memory is not
-    injected just for being the best of a poor lot. Without ``retrieval``, one store
+    injected just for being the best of a poor lot (``dropped`` collects those when given, and
+    ``signals`` each hit's scores by namespace and key). Without ``retrieval``, one store
     search per namespace, in one batch; scores are the store's own (higher is
     better), or ``None`` when the store has no index.
     """
@@ -299,6 +371,10 @@ def search_candidates(
         for hit in hits:
             if hit.namespace != ns:
                 continue
+            try:
+                record = MemoryRecord.from_value(hit.value)
+            except InvalidRecordError:
+                continue
             unscored = hit.dense_score is None and hit.lexical_score is None  # a store with no index
             if (
                 min_similarity is not None
@@ -306,13 +382,37 @@ def search_candidates(
                 and hit.lexical_score is None
                 and (hit.dense_score is None or hit.dense_score < min_similarity)
             ):
+                if dropped is not None:
+                    dropped.append(_considered(hit.key, comp, record, "below threshold", hit))
                 continue
-            try:
-                record = MemoryRecord.from_value(hit.value)
-            except InvalidRecordError:
-                continue
+            if signals is not None:
+                signals[(ns, hit.key)] = hit
             found.append(StoredMemory(hit.key, comp, ns, record, None if unscored else hit.score))
     return found
+
+
+def _considered(
+    key: str,
+    compartment: Compartment,
+    record: MemoryRecord,
+    outcome: str,
+    hit: RetrievedItem | None,
+    relevance: float | None = None,
+    **more: Any,
+) -> Considered:
+    if hit is not None:
+        relevance = hit.score
+    return Considered(
+        key,
+        compartment.value,
+        record.content,
+        outcome,
+        None if relevance is None else round(relevance, 4),
+        None if hit is None or hit.dense_score is None else round(hit.dense_score, 4),
+        None if hit is None or hit.lexical_score is None else round(hit.lexical_score, 4),
+        () if hit is None else tuple((name, round(value, 4)) for name, value in hit.lifts),
+        **more,
+    )
 
 
 def _searchable(
@@ -337,7 +437,10 @@ def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
 
 
 def _rank(
-    candidates: list[StoredMemory], config: RecallConfig, now: datetime
+    candidates: list[StoredMemory],
+    config: RecallConfig,
+    now: datetime,
+    dropped: list[tuple[StoredMemory, str]] | None = None,
 ) -> list[tuple[float, float | None, StoredMemory]]:
     scores = [c.score for c in candidates if c.score is not None]
     scored = bool(scores)
@@ -353,10 +456,16 @@ def _rank(
         part = part_of(memory)
         piece = None if part is None else (memory.namespace, part.episode, part.number)
         if identity in seen_ids or text in seen_text or piece in seen_pieces or not is_current(memory.record):
-            continue  # a duplicate, or a fact superseded by a later one (still found by search)
+            if (
+                dropped is not None
+            ):  # a duplicate, or a fact superseded by a later one (still found by search)
+                dropped.append((memory, "superseded" if not is_current(memory.record) else "duplicate"))
+            continue
         relevance = memory.score
         threshold = config.threshold
         if scored and threshold is not None and (relevance is None or relevance < threshold):
+            if dropped is not None:
+                dropped.append((memory, "below threshold"))
             continue
         seen_ids.add(identity)
         seen_text.add(text)
@@ -458,6 +567,8 @@ def recall_steps(
     if knowledge_mode == "retrieved" and knowledge_ns is not None:
         searches.append((Compartment.KNOWLEDGE, knowledge_ns))
     candidates: list[StoredMemory] = []
+    signals: dict[tuple[tuple[str, ...], str], RetrievedItem] = {}
+    unranked: list[Considered] = []
     if query and searches:
         candidates = yield from search_candidates(
             searches,
@@ -465,18 +576,33 @@ def recall_steps(
             limit=config.candidates,
             retrieval=config.retrieval,
             min_similarity=config.min_relevance,
+            signals=signals,
+            dropped=unranked,
         )
-    ranked = _rank(candidates, config, now)
+    dropped: list[tuple[StoredMemory, str]] = []
+    ranked = _rank(candidates, config, now, dropped)
 
     memories = MemoriesFitter(budgets.memories, config.model, query)
     knowledge = Fitter("[agent knowledge]", budgets.knowledge, config.model)
     items: list[RecalledItem] = []
     injected: list[StoredMemory] = []
-    for score, relevance, memory in ranked:
+    considered: list[Considered] = []
+    for place, (score, relevance, memory) in enumerate(ranked, 1):
+        hit = signals.get((memory.namespace, memory.id))
+        rank = {"score": round(score, 4), "rank": place}
         if len(items) >= config.max_items:
-            break
+            considered.append(
+                _considered(memory.id, memory.compartment, memory.record, "max items", hit, relevance, **rank)
+            )
+            continue
         is_knowledge = memory.compartment is Compartment.KNOWLEDGE
         cost = knowledge.add(knowledge_line(memory)) if is_knowledge else memories.add(memory)
+        outcome = "over budget" if cost is None else "injected"
+        considered.append(
+            _considered(
+                memory.id, memory.compartment, memory.record, outcome, hit, relevance, **rank, tokens=cost
+            )
+        )
         if cost is None:
             continue
         section = "knowledge" if is_knowledge else "memories"
@@ -509,6 +635,13 @@ def recall_steps(
     tokens = {name: count_tokens(text, model=config.model) if text else 0 for name, text in sections.items()}
     tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
 
+    for memory, outcome in dropped:
+        hit = signals.get((memory.namespace, memory.id))
+        considered.append(
+            _considered(memory.id, memory.compartment, memory.record, outcome, hit, memory.score)
+        )
+    considered.extend(unranked)
+
     if config.track_access and injected:
         yield from write_steps(access_ops(injected))
-    return Recall(prompt, query, items, tokens, knowledge_mode, budgets)
+    return Recall(prompt, query, items, tokens, knowledge_mode, budgets, tuple(considered))

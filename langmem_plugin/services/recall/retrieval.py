@@ -201,6 +201,16 @@ class RetrievedItem:
     score: float
     dense_score: float | None = None
     lexical_score: float | None = None
+    lifts: tuple[tuple[str, float], ...] = ()
+    """What each lift added to the fused score (``("neighbours", 0.3)``, ``("group", 0.1)``, then
+    each of :attr:`RetrievalConfig.lifts` by its class name), in the order applied; empty outside
+    hybrid mode."""
+
+
+def lift_name(lift: object) -> str:
+    """A lift's name in :attr:`RetrievedItem.lifts`: its ``name`` attribute, else its class name."""
+    name = getattr(lift, "name", None)
+    return name if isinstance(name, str) and name else type(lift).__name__
 
 
 def _lifted(lift: Lift[Any], query: str, features: list[Any], scores: list[float]) -> list[float]:
@@ -354,7 +364,8 @@ class _Fusion:
             return [
                 RetrievedItem(tuple(i.namespace), i.key, i.value, 0.0) for i in candidates.unscored[:limit]
             ]
-        fused = self.fuse(dense, lexical, items, query)
+        lifts: dict[_DocKey, list[tuple[str, float]]] = {}
+        fused = self.fuse(dense, lexical, items, query, lifts)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:limit]
         return [
             RetrievedItem(
@@ -364,6 +375,7 @@ class _Fusion:
                 score=fused[doc],
                 dense_score=dense.get(doc),
                 lexical_score=lexical.get(doc),
+                lifts=tuple(lifts.get(doc, ())),
             )
             for doc in order
         ]
@@ -374,7 +386,9 @@ class _Fusion:
         lexical: dict[_DocKey, float],
         items: Mapping[_DocKey, Item],
         query: str,
+        lifts: dict[_DocKey, list[tuple[str, float]]] | None = None,
     ) -> dict[_DocKey, float]:
+        """The fused score of each candidate; what each lift added goes into ``lifts`` when given."""
         config = self.config
         if config.mode == "dense":
             return dense
@@ -391,12 +405,21 @@ class _Fusion:
                 w * d + (1.0 - w) * x
                 for d, x in zip(zscores(dense, union), zscores(lexical, union), strict=True)
             ]
+
+        def noted(name: str, lifted: list[float]) -> list[float]:
+            if lifts is not None:
+                for doc, before, after in zip(union, scores, lifted, strict=True):
+                    if after != before:
+                        lifts.setdefault(doc, []).append((name, after - before))
+            return lifted
+
         if config.neighbour_weight:
-            scores = self._with_neighbours(union, scores, items)
+            scores = noted("neighbours", self._with_neighbours(union, scores, items))
         if config.group_weight:
-            scores = self._with_groups(union, scores, items)
+            scores = noted("group", self._with_groups(union, scores, items))
         for lift in config.lifts:
-            scores = _lifted(lift, query, [lift.feature(items[doc]) for doc in union], scores)
+            features = [lift.feature(items[doc]) for doc in union]
+            scores = noted(lift_name(lift), _lifted(lift, query, features, scores))
         return dict(zip(union, scores, strict=True))
 
     def _with_neighbours(

@@ -23,6 +23,7 @@ from langmem_plugin.services.upkeep.consolidation import (
 )
 from langmem_plugin.services.upkeep.extraction import ExtractionConfig
 from langmem_plugin.services.upkeep.forgetting import (
+    THREAD_INDEX,
     ForgetReport,
     delete_threads_steps,
     drop_queued,
@@ -32,6 +33,7 @@ from langmem_plugin.services.upkeep.forgetting import (
 )
 from langmem_plugin.services.upkeep.provenance import (
     Forgotten,
+    exchange_namespaces,
     forget_matching_steps,
     forget_memories_steps,
     link_memories_steps,
@@ -41,6 +43,7 @@ from langmem_plugin.services.upkeep.provenance import (
 from langmem_plugin.services.upkeep.reflection import Reflector
 
 __all__ = [
+    "THREAD_INDEX",
     "Candidate",
     "Cleared",
     "ConsolidationConfig",
@@ -55,6 +58,7 @@ __all__ = [
     "consolidate_steps",
     "delete_threads_steps",
     "drop_queued",
+    "exchange_namespaces",
     "forget_matching_steps",
     "forget_memories_steps",
     "forget_steps",
