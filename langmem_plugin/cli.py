@@ -9,6 +9,10 @@ measures the offline core, ``langmem-plugin bench stores`` the stores beside the
 
 ``langmem-plugin bench startup`` times the import and ``--help`` in fresh processes.
 
+``langmem-plugin memories list|search|show|history --store STORE`` reads what a store remembers
+(tables, or ``--json``); ``langmem-plugin inspect STORE`` serves the same as a local web page.
+A store that cannot be opened, a bad user id or an unknown memory is one line on stderr, exit 2.
+
 Bad arguments (a negative count, an unwritable ``--dir``, an unknown name) are refused before
 any work starts: one line on stderr that names the value and the fix, exit status 2. A
 benchmark that cannot run here (a missing extra, missing data) says the same way why and how
@@ -21,15 +25,19 @@ what it runs inside its function; the benchmarks' option lists are read only for
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langmem_plugin import __version__
 from langmem_plugin.errors import ConfigurationError, LangMemPluginError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from langmem_plugin.surfaces.inspector import Inspector
 
 __all__ = ["main"]
 
@@ -159,6 +167,102 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(error: BaseException) -> str:
+    """An error's message on one line, with no character a terminal would act on."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error))
+
+
+def _memories(args: argparse.Namespace) -> int:
+    from langmem_plugin.inspector.opening import open_store
+    from langmem_plugin.surfaces.inspector import Inspector
+
+    try:
+        with open_store(args.store, snapshot=args.snapshot, embeddings=args.embeddings) as store:
+            print(_memories_output(args, Inspector(store)))
+    except LangMemPluginError as exc:  # a store not there or held, a bad id, an unknown memory
+        print(f"langmem-plugin memories {args.action}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _memories_output(args: argparse.Namespace, inspector: Inspector) -> str:
+    """What ``memories ACTION`` prints: a table, or one JSON document with ``--json``."""
+    from langmem_plugin.inspector import terminal as out
+
+    user, thread = args.user, args.thread
+    if args.action == "list" and user is None and thread is None and args.agent is None:
+        catalog = inspector.catalog()
+        return out.json_text(catalog.as_dict()) if args.json else out.catalog_text(catalog, store=args.store)
+    if args.action == "list":
+        page = inspector.page(
+            args.compartment or ("user" if user else "session" if thread else "knowledge"),
+            user_id=user,
+            thread_id=thread,
+            agent=args.agent,
+            offset=args.offset,
+            limit=args.limit,
+            kind=args.kind,
+            category=args.category,
+            contains=args.contains,
+        )
+        return out.json_text(page.as_dict()) if args.json else out.page_text(page)
+    if args.action == "search":
+        recall = inspector.explain(args.query, user_id=user, thread_id=thread)
+        return out.json_text(out.recall_document(recall)) if args.json else out.recall_text(recall)
+    detail = inspector.show(args.memory_id, user_id=user, thread_id=thread)
+    if args.action == "show":
+        return out.json_text(detail.as_dict()) if args.json else out.detail_text(detail)
+    if args.json:
+        return out.json_text({"memory_id": detail.row.id, "history": [e.as_dict() for e in detail.history]})
+    return out.history_text(detail)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    import secrets
+
+    from langmem_plugin.inspector.opening import open_store
+    from langmem_plugin.surfaces.inspector import Inspector
+
+    try:
+        from langmem_plugin.inspector.web import serve
+
+        with open_store(args.store, snapshot=args.snapshot, embeddings=args.embeddings) as store:
+            inspector = Inspector(store, writable=args.allow_writes)
+            token = secrets.token_urlsafe(16) if args.allow_writes else None
+            print(f"langmem-plugin {__version__} — memory inspector of {_one_line(args.store)}", flush=True)
+            if token is not None:
+                print(f"changes need this token (the page's forms carry it): {token}", flush=True)
+            serve(inspector, host=args.host, port=args.port, token=token, allow_remote=args.allow_remote)
+    except LangMemPluginError as exc:  # a store not there or held, the inspect extra missing
+        print(f"langmem-plugin inspect: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """The options of ``inspect`` that do not go together; refused before the store is opened."""
+    if not _loopback(args.host) and not args.allow_remote:
+        parser.error(
+            f"--host {args.host!r} is not this machine: everyone who reaches it would read every memory. "
+            "Pass --allow-remote behind your own access control, or keep 127.0.0.1 (an SSH tunnel reaches it)"
+        )
+    if args.snapshot and args.allow_writes:
+        parser.error(
+            "--allow-writes with --snapshot would change a copy that is removed at the end: pass one"
+        )
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose error is one line on stderr, with the fix, and exit status 2."""
 
@@ -230,6 +334,16 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
+    return value
+
+
 def _names(valid: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
     """An argparse type: comma-separated names, each one of ``valid`` (an error lists them)."""
 
@@ -272,11 +386,86 @@ def build_parser(*, benchmarks: bool = True) -> argparse.ArgumentParser:
     )
     demo.set_defaults(func=_demo)
 
+    _add_memories(commands)
+
     bench = commands.add_parser("bench", help="run a benchmark (not a test) and print its table")
     bench.set_defaults(func=_bench)
     if benchmarks:
         _add_benchmarks(bench.add_subparsers(dest="bench", metavar="NAME", required=True))
     return parser
+
+
+_STORE = (
+    "the store: a memory directory (Memory(path=...)), an SQLite file of a CheckpointerStore, "
+    "an http(s):// Qdrant server or a postgresql:// URL"
+)
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="read a copy of a memory directory, so an agent holding it goes on (changes are not kept)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        default=None,
+        metavar="SPEC",
+        help="what the store was embedded with, e.g. openai:text-embedding-3-small (default: the offline "
+        "MiniLM); only searches use it",
+    )
+
+
+def _add_memories(commands: Any) -> None:
+    """``memories list|search|show|history`` and ``inspect``: reading a store, no benchmark imported."""
+    common = _Parser(add_help=False)
+    common.add_argument("--store", required=True, metavar="STORE", help=_STORE)
+    common.add_argument("--user", default=None, metavar="USER_ID", help="the user whose memory to read")
+    common.add_argument("--thread", default=None, metavar="THREAD_ID", help="the thread (session memory)")
+    common.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
+    _store_options(common)
+
+    memories = commands.add_parser(
+        "memories", help="list, search and show what a store remembers, in the terminal"
+    )
+    memories.set_defaults(func=_memories)
+    actions = memories.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser(
+        "list",
+        parents=[common],
+        help="a page of memories (without --user/--thread/--agent: who is in the store)",
+    )
+    listing.add_argument(
+        "--compartment",
+        choices=["user", "session", "knowledge", "results"],
+        default=None,
+        help="which memory (default: user with --user, session with --thread, knowledge with --agent)",
+    )
+    listing.add_argument("--agent", default=None, help="the agent whose knowledge to list")
+    listing.add_argument("--kind", default=None, help="only memories of this kind (fact, episode, ...)")
+    listing.add_argument("--category", default=None, help="only memories of this category")
+    listing.add_argument("--contains", default=None, metavar="TEXT", help="only memories whose text holds it")
+    listing.add_argument("--offset", type=_count(0), default=0, help="rows to skip (default 0)")
+    listing.add_argument("--limit", type=_count(1), default=50, help="rows to show, at most 500 (default 50)")
+    search = actions.add_parser(
+        "search", parents=[common], help="recall QUERY as the agent would: every candidate, why it was kept"
+    )
+    search.add_argument("query", metavar="QUERY", help="what the user says")
+    show = actions.add_parser("show", parents=[common], help="one memory: its fields and where it came from")
+    show.add_argument("memory_id", metavar="MEMORY_ID")
+    history = actions.add_parser("history", parents=[common], help="one memory's recorded changes")
+    history.add_argument("memory_id", metavar="MEMORY_ID")
+
+    inspect = commands.add_parser("inspect", help="browse a store in a local web page (read-only by default)")
+    inspect.add_argument("store", metavar="STORE", help=_STORE)
+    inspect.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    inspect.add_argument("--port", type=_port, default=8765, help="the port (default 8765)")
+    inspect.add_argument("--allow-writes", action="store_true", help="let the page edit and forget memories")
+    inspect.add_argument(
+        "--allow-remote", action="store_true", help="listen on a --host other than this machine"
+    )
+    _store_options(inspect)
+    inspect.set_defaults(func=_inspect)
 
 
 def _add_benchmarks(benches: Any) -> None:
@@ -390,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "inspect":
+        _check_inspect(args, parser)
     code: int = args.func(args)
     return code
 

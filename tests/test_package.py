@@ -190,6 +190,7 @@ LAYERS = {
     "services": 3,
     "surfaces": 4,
     "bench": 5,
+    "inspector": 5,
     "doctor": 5,
     "cli": 5,
     "demo": 5,
@@ -387,6 +388,7 @@ SERVICE_ROOMS: dict[str, set[str]] = {
     "plan": set(),
     "upkeep": set(),
     "knowledge": set(),
+    "inspect": {"recall", "upkeep"},
 }
 SERVICES = "langmem_plugin.services"
 
