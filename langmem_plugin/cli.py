@@ -167,8 +167,9 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_line(error: BaseException) -> str:
-    """An error's message on one line, with no character a terminal would act on."""
+def _one_line(error: object) -> str:
+    """An error's message (or a value typed on the command line) on one line, with no character
+    a terminal would act on."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error))
 
 
@@ -190,7 +191,7 @@ def _memories_output(args: argparse.Namespace, inspector: Inspector) -> str:
     from langmem_plugin.inspector import terminal as out
 
     user, thread = args.user, args.thread
-    if args.action == "list" and user is None and thread is None and args.agent is None:
+    if args.action == "list" and _catalog_asked(args):
         catalog = inspector.catalog()
         return out.json_text(catalog.as_dict()) if args.json else out.catalog_text(catalog, store=args.store)
     if args.action == "list":
@@ -199,8 +200,8 @@ def _memories_output(args: argparse.Namespace, inspector: Inspector) -> str:
             user_id=user,
             thread_id=thread,
             agent=args.agent,
-            offset=args.offset,
-            limit=args.limit,
+            offset=_PAGE_DEFAULTS["offset"] if args.offset is None else args.offset,
+            limit=_PAGE_DEFAULTS["limit"] if args.limit is None else args.limit,
             kind=args.kind,
             category=args.category,
             contains=args.contains,
@@ -239,6 +240,45 @@ def _inspect(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+_PAGE_DEFAULTS = {"offset": 0, "limit": 50}
+_PAGE_OPTIONS = ("compartment", "kind", "category", "contains", "offset", "limit")
+# The option that names whose memory a compartment holds.
+_NAMED_BY = {"user": ("user", "--user USER_ID"), "session": ("thread", "--thread THREAD_ID")}
+_NAMED_BY["results"] = _NAMED_BY["session"]
+
+
+def _catalog_asked(args: argparse.Namespace) -> bool:
+    """``memories list`` with nothing that picks a page: the catalog of who is in the store."""
+    return args.user is None and args.thread is None and args.agent is None and args.compartment is None
+
+
+def _check_memories(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """What ``memories ACTION`` needs to know whose memory to read, asked for by its options;
+    refused before the store is opened (a scope left out would otherwise be silently ignored,
+    or refused in words meant for a graph's config)."""
+    if args.action == "search" and args.user is None and args.thread is None:
+        parser.error(
+            "memories search recalls for someone: pass --user USER_ID (with --thread THREAD_ID for "
+            "that thread's session memory too), or --thread THREAD_ID alone"
+        )
+    if args.action == "history" and args.user is None:
+        parser.error("a memory's history is kept per user: pass --user USER_ID")
+    if args.action != "list":
+        return
+    if _catalog_asked(args):
+        given = [f"--{name}" for name in _PAGE_OPTIONS if getattr(args, name) is not None]
+        if given:
+            parser.error(
+                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a page of memories: "
+                "say whose with --user USER_ID, --thread THREAD_ID or --agent AGENT (without any, list "
+                "shows who is in the store)"
+            )
+        return
+    attribute, option = _NAMED_BY.get(args.compartment or "", (None, ""))
+    if attribute is not None and getattr(args, attribute) is None:
+        parser.error(f"--compartment {args.compartment} is read for someone: pass {option}")
 
 
 def _loopback(host: str) -> bool:
@@ -445,8 +485,11 @@ def _add_memories(commands: Any) -> None:
     listing.add_argument("--kind", default=None, help="only memories of this kind (fact, episode, ...)")
     listing.add_argument("--category", default=None, help="only memories of this category")
     listing.add_argument("--contains", default=None, metavar="TEXT", help="only memories whose text holds it")
-    listing.add_argument("--offset", type=_count(0), default=0, help="rows to skip (default 0)")
-    listing.add_argument("--limit", type=_count(1), default=50, help="rows to show, at most 500 (default 50)")
+    # None when not given: with no --user/--thread/--agent, a page option is refused, not ignored
+    listing.add_argument("--offset", type=_count(0), default=None, help="rows to skip (default 0)")
+    listing.add_argument(
+        "--limit", type=_count(1), default=None, help="rows to show, at most 500 (default 50)"
+    )
     search = actions.add_parser(
         "search", parents=[common], help="recall QUERY as the agent would: every candidate, why it was kept"
     )
@@ -581,6 +624,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "inspect":
         _check_inspect(args, parser)
+    if args.command == "memories":
+        _check_memories(args, parser)
     code: int = args.func(args)
     return code
 

@@ -31,7 +31,7 @@ from langmem_plugin.core.record import CATEGORY_PATTERN, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.plan.state import as_plan
-from langmem_plugin.services.recall.rank import RecallConfig, TokenBudgets
+from langmem_plugin.services.recall import RecallConfig, TokenBudgets
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces.memory import Memory
 from langmem_plugin.testing import FakeEmbeddings

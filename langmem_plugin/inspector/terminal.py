@@ -100,7 +100,8 @@ def _numeric(cells: Sequence[str]) -> bool:
             return cell == "-"
         return True
 
-    return bool(cells) and all(number(c) for c in cells)
+    # a column of "-" only (no reason given for any change) is text, aligned left
+    return any(c != "-" for c in cells) and all(number(c) for c in cells)
 
 
 def terminal_width() -> int:

@@ -1,7 +1,9 @@
 """Recall: what memory the model sees before it answers.
 
 - :mod:`.rank`: the recall steps: fill each compartment's namespace, search, lift, fit the
-  token budgets and fence what is injected (:class:`RecallConfig`, :class:`Recall`).
+  token budgets and fence what is injected (:class:`RecallConfig`).
+- :mod:`.answer`: what a recall gives back (:class:`Recall`, every candidate
+  :class:`Considered`, :class:`TokenBudgets`).
 - :mod:`.retrieval`: the hybrid candidate search (dense and lexical lists, the neighbour and
   session lifts) a store answers in one batch.
 - :mod:`.fusion`: score fusion of the candidate lists.
@@ -12,16 +14,13 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 
 from __future__ import annotations
 
+from langmem_plugin.services.recall.answer import Considered, Recall, RecalledItem, TokenBudgets
 from langmem_plugin.services.recall.fusion import field_text
 from langmem_plugin.services.recall.passages import Passage, join_passages, split_passages
 from langmem_plugin.services.recall.rank import (
     FENCE_CLOSE,
     FENCE_OPEN,
-    Considered,
-    Recall,
     RecallConfig,
-    RecalledItem,
-    TokenBudgets,
     query_from_state,
     recall_steps,
     run_section,
