@@ -9,9 +9,12 @@ The tree::
     LangMemPluginError (Exception)
     ├── BlockingCallError (RuntimeError)      a synchronous call that would block (deadlock) an event loop
     ├── ConfigurationError (ValueError)       the package was configured wrongly
+    │   ├── InvalidTimeError                  a time (a session's date, recall's as_of) that is not one
+    │   │                                     instant: unknown, incomplete or ambiguous text, a bad number
     │   ├── ReadOnlyError                     a change asked of a read-only inspector
     │   ├── ScopeError (KeyError)             a scope value (user_id, ...) is missing, or is not an exact id
     │   ├── StoreConfigMismatchError          a store reopened with another config than it was written with
+    │   │   └── EmbedderMismatchError         ... with another embedder than its vectors were made by
     │   └── UnknownEmbeddingsError            an embeddings spec that names no known provider
     ├── InvalidNamespaceError (langgraph.store.base.InvalidNamespaceError, a ValueError)
     │                                         so ``except`` of either class catches it
@@ -39,9 +42,11 @@ __all__ = [
     "BlockingCallError",
     "CompartmentError",
     "ConfigurationError",
+    "EmbedderMismatchError",
     "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidRecordError",
+    "InvalidTimeError",
     "InvalidValueError",
     "LangMemPluginError",
     "MemoryLimitError",
@@ -87,11 +92,44 @@ class ScopeError(ConfigurationError, KeyError):
         return str(self.args[0])
 
 
+class InvalidTimeError(ConfigurationError):
+    """A time that does not read as one instant: text no date format reads, a date without its
+    year, month or day, numeric text that reads both day-first and month-first, a weekday that is
+    not the date's, a named timezone, a number outside epoch seconds of 1980-2100, a bool.
+
+    Attributes:
+        value: the value that was refused.
+    """
+
+    def __init__(self, message: str, *, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
+
+
 class StoreConfigMismatchError(ConfigurationError):
     """A durable store was reopened with a config that changes what it stores (dims, fields, ...).
 
     The message names the value the store was written with, the value given now, and the fix.
     """
+
+
+class EmbedderMismatchError(StoreConfigMismatchError):
+    """A durable store reopened with another embedder than the one its vectors were made by.
+
+    Vectors of two embedders are not comparable, even at the same dimension: a query embedded by
+    one against documents embedded by the other ranks by noise. The message names both embedders
+    and the fix (open the store with the one it was written with, or copy its items into a new
+    store, which embeds them again).
+
+    Attributes:
+        written_with: the embedder the store recorded (``core.embeddings.embedder_id``).
+        opened_with: the embedder it was opened with.
+    """
+
+    def __init__(self, message: str, *, written_with: str = "", opened_with: str = "") -> None:
+        super().__init__(message)  # defaults: a pickled error is rebuilt from its message, then its __dict__
+        self.written_with = written_with
+        self.opened_with = opened_with
 
 
 class UnknownEmbeddingsError(ConfigurationError):

@@ -50,13 +50,22 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class FakeEmbeddings(Embeddings):
-    """Hashed bag-of-words vectors: deterministic, no model, for unit tests only."""
+    """Hashed bag-of-words vectors: deterministic, no model, for unit tests only.
+
+    Its :attr:`embedder_id` names it (a store records it like a real embedder's, so tests of
+    stores see what a user sees); the dims are not part of it, stores check them apart.
+    """
 
     def __init__(self, dims: int = 256, *, hashes_per_word: int = 2) -> None:
         if dims < 2:
             raise ValueError(f"dims must be at least 2, got {dims}")
         self.dims = dims
         self.hashes_per_word = hashes_per_word
+
+    @property
+    def embedder_id(self) -> str:
+        """What names these vectors (``core.embeddings.embedder_id``): stable across processes."""
+        return f"testing:FakeEmbeddings(hashes_per_word={self.hashes_per_word})"
 
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dims

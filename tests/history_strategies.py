@@ -247,7 +247,9 @@ def _undated(value: Any) -> bool:
 
 
 bad_dates = st.one_of(
-    junk, st.text(max_size=12).filter(_undated), st.sampled_from(["not a date", "2023-13-45", "yesterday"])
+    junk.filter(_undated),  # a number may be epoch seconds (1980-2100)
+    st.text(max_size=12).filter(_undated),
+    st.sampled_from(["not a date", "2023-13-45", "yesterday", "05/06/2023", "May 2023", "2023/05/21 (Mon)"]),
 )
 bad_sessions = st.one_of(
     st.fixed_dictionaries({"messages": not_lists}),

@@ -5,6 +5,8 @@ a summary, extraction, ``import_history``), each in threads of their own and in 
 share. Every text of a user names them, so after ``forget_user("alice")`` a listing of every
 namespace and every item of the store must hold no "alice" — and bob's items must be as they were,
 but for the copy of alice's words his next exchange in the shared thread kept (``metadata.context``).
+On CheckpointerStore her items' history goes too, and no row of its SQLite file names her; bob's
+items keep their history (but that exchange, whose older versions quote her).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from langmem_plugin.services.context.summary import SummaryConfig
 from langmem_plugin.services.upkeep.extraction import ExtractionConfig
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
+from tests.test_checkpointer_purge import rows_naming
 
 USERS = ("alice", "bob")
 INDEX: Any = {"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]}
@@ -163,7 +166,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]
             yield checkpointed
 
 
-def test_forget_user_after_every_feature_leaves_nothing_of_theirs(store: BaseStore) -> None:
+def test_forget_user_after_every_feature_leaves_nothing_of_theirs(store: BaseStore, tmp_path: Path) -> None:
     memory = _memory(store)
     for user in USERS:
         _run(memory, user)
@@ -174,6 +177,7 @@ def test_forget_user_after_every_feature_leaves_nothing_of_theirs(store: BaseSto
     assert any(k[0][:2] == ("memory_meta", "history") for k in before)
     assert memory.reflector is not None
     assert memory.reflector.failed == []
+    histories = {k: store.history(*k) for k in before} if isinstance(store, CheckpointerStore) else {}
 
     report = memory.forget_user("alice")
 
@@ -188,11 +192,17 @@ def test_forget_user_after_every_feature_leaves_nothing_of_theirs(store: BaseSto
     for key in changed:  # only the copy of alice's words in it went
         assert after[key] == _unquoted(bobs[key])
         assert "alice" in bobs[key]["metadata"]["context"]
-    if isinstance(store, CheckpointerStore):  # docs/forgetting.md: the checkpoint log keeps old versions
-        gone = next(k for k in before if k not in after)
-        versions = store.history(*gone)
-        assert versions[-1].value is None
-        assert versions[0].value == before[gone]
+    if isinstance(store, CheckpointerStore):  # its history of what was forgotten goes too
+        assert all(store.history(*k) == [] for k in before if k not in after)
+        for key in changed:  # bob's exchange keeps its current version only: the older ones quote alice
+            assert [v.value for v in store.history(*key)] == [after[key]]
+        kept = [k for k in bobs if k not in changed]
+        assert all(store.history(*k) == histories[k] for k in kept)  # the rest of bob's, as it was
+        assert any(len(histories[k]) > 1 for k in kept)
+        assert report.history_purged >= len(before) - len(bobs)
+        assert rows_naming(tmp_path / "store.db", "alice") == []  # no row of the file, blobs decoded
+    else:
+        assert report.history_purged == 0
     assert report.quotes_stripped == len(changed)
     assert report.shared_threads == ["shared"]
     assert sorted(report.threads) == ["alice-1", "alice-imported"]

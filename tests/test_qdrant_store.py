@@ -464,6 +464,7 @@ def test_store_json_records_what_decides_what_is_stored(tmp_path: Path) -> None:
         "dims": 64,
         "fields": ["text", "tags[*]"],
         "lexical_fields": ["text"],
+        "embedder": "testing:FakeEmbeddings(hashes_per_word=2)",  # tests/test_embedder_identity.py
         "pending": 1,
     }
 

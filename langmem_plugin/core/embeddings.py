@@ -51,6 +51,7 @@ from langmem_plugin.errors import MissingDependencyError, OfflineResourceError, 
 
 __all__ = [
     "DEFAULT_EMBEDDINGS",
+    "INT8_EMBEDDINGS",
     "LOCAL_EMBEDDERS",
     "MINILM_DIMS",
     "EmbeddingsSpec",
@@ -64,6 +65,8 @@ __all__ = [
 MINILM_DIMS = 384
 #: The spec string of the offline default.
 DEFAULT_EMBEDDINGS = "local:all-MiniLM-L6-v2"
+#: The spec string of the offline default with int8 matrix products (``MiniLMEmbeddings(quantized=True)``).
+INT8_EMBEDDINGS = "local:all-MiniLM-L6-v2-int8"
 _MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length in sentence-transformers
 
 EmbeddingsSpec = Embeddings | Callable[[Sequence[str]], list[list[float]]] | str
@@ -384,6 +387,7 @@ class _FunctionEmbeddings(Embeddings):
 
 
 _LOCAL_MODELS = {"all-minilm-l6-v2", "minilm", "default"}
+_LOCAL_INT8_MODELS = {"all-minilm-l6-v2-int8", "minilm-int8"}
 
 
 def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
@@ -391,7 +395,8 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
 
     Args:
         spec: ``None`` or ``"local"`` / ``"local:all-MiniLM-L6-v2"`` for the offline
-            default; an ``Embeddings``; a function ``texts -> vectors``; or
+            default (``"local:all-MiniLM-L6-v2-int8"``: with int8 products, the ``int8``
+            extra); an ``Embeddings``; a function ``texts -> vectors``; or
             ``"openai:text-embedding-3-small"`` (any ``"provider:model"`` that
             ``langchain.embeddings.init_embeddings`` knows, when ``langchain`` is installed).
 
@@ -413,6 +418,8 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
     provider = provider.strip().lower()
     if provider == "local" and (not model or model.lower() in _LOCAL_MODELS):
         return MiniLMEmbeddings()
+    if provider == "local" and model.lower() in _LOCAL_INT8_MODELS:
+        return MiniLMEmbeddings(quantized=True)
     if provider == "openai" and model:
         from langchain_openai import OpenAIEmbeddings
 
@@ -466,17 +473,32 @@ def local_embeddings(name: str) -> Embeddings:
 
 
 def embedder_id(embeddings: Embeddings | None) -> str | None:
-    """What names the model behind ``embeddings``' vectors, or ``None`` when nothing does.
+    """What names the embedder behind ``embeddings``' vectors, or ``None`` when nothing does.
 
-    Vectors of two models are not comparable even at the same dimension, so a store may record
-    this beside its dims and refuse another model's queries. In order: an ``embedder_id``
-    attribute the object declares (a string); ``"local:all-MiniLM-L6-v2"`` for
-    :class:`MiniLMEmbeddings` (float or int8 products: the same model, vectors within cosine
-    ≈ 0.99); ``"<class>:<model>"`` for an object with a ``model`` or ``model_name`` string (e.g.
-    ``"OpenAIEmbeddings:text-embedding-3-small"``).
+    Vectors of two embedders are not comparable even at the same dimension, so every durable
+    store records this beside its dims and refuses to open with an embedder named otherwise
+    (:class:`~langmem_plugin.errors.EmbedderMismatchError`; docs/stores.md, "The embedder is part
+    of the store"). In order:
 
-    >>> embedder_id(MiniLMEmbeddings(quantized=True))
-    'local:all-MiniLM-L6-v2'
+    - an ``embedder_id`` string the object declares (how your own class, or a wrapper, says
+      whose vectors it makes);
+    - :class:`MiniLMEmbeddings`: ``"local:all-MiniLM-L6-v2"``, and
+      ``"local:all-MiniLM-L6-v2-int8"`` with int8 products (``quantized=True``): the same
+      model, but other vectors (cosine ≈ 0.99 to the float ones), so a store keeps to one;
+    - LangChain's ``OpenAIEmbeddings`` (and its subclasses): ``"openai:<model>"``;
+    - another object with a ``model`` or ``model_name`` string: ``"<class>:<model>"`` (e.g.
+      ``"OllamaEmbeddings:nomic-embed-text"``);
+    - anything else (a plain function, an ``Embeddings`` that names no model): ``None``,
+      unknown: a store records nothing for it and checks nothing.
+
+    The ``local:`` and ``openai:`` names are spec strings too: ``resolve_embeddings`` of one
+    makes that embedder again. The dimension is not part of the name: stores record and check
+    ``dims`` on their own (OpenAI's ``dimensions=`` shows there).
+
+    >>> embedder_id(MiniLMEmbeddings()), embedder_id(MiniLMEmbeddings(quantized=True))
+    ('local:all-MiniLM-L6-v2', 'local:all-MiniLM-L6-v2-int8')
+    >>> embedder_id(resolve_embeddings(lambda texts: [[1.0, 0.0] for _ in texts])) is None
+    True
     """
     if embeddings is None:
         return None
@@ -484,12 +506,20 @@ def embedder_id(embeddings: Embeddings | None) -> str | None:
     if isinstance(declared, str) and declared:
         return declared
     if isinstance(embeddings, MiniLMEmbeddings):
-        return DEFAULT_EMBEDDINGS
+        return INT8_EMBEDDINGS if embeddings.quantized else DEFAULT_EMBEDDINGS
     for attribute in ("model", "model_name"):
         model = getattr(embeddings, attribute, None)
         if isinstance(model, str) and model:
-            return f"{type(embeddings).__name__}:{model}"
+            return f"openai:{model}" if _is_openai(embeddings) else f"{type(embeddings).__name__}:{model}"
     return None
+
+
+def _is_openai(embeddings: Embeddings) -> bool:
+    """Whether ``embeddings`` is langchain-openai's ``OpenAIEmbeddings`` (or a subclass), unimported."""
+    return any(
+        cls.__name__ == "OpenAIEmbeddings" and cls.__module__.startswith("langchain_openai")
+        for cls in type(embeddings).__mro__
+    )
 
 
 _KNOWN_DIMS = {
@@ -505,6 +535,11 @@ def embedding_dims(embeddings: Embeddings) -> int:
     if isinstance(dims, int):
         return dims
     model = getattr(embeddings, "model", None)
-    if isinstance(model, str) and model in _KNOWN_DIMS and getattr(embeddings, "dimensions", None) is None:
-        return _KNOWN_DIMS[model]
+    if isinstance(model, str) and model in _KNOWN_DIMS:
+        shortened = getattr(embeddings, "dimensions", None)  # OpenAI's text-embedding-3 "dimensions="
+        return (
+            shortened
+            if isinstance(shortened, int) and not isinstance(shortened, bool)
+            else _KNOWN_DIMS[model]
+        )
     return len(embeddings.embed_query("dimension probe"))

@@ -20,6 +20,11 @@ limits where its data lives (``item_limits(store) == "shared"``) answers it with
 the evictions it made; for any other store the answer is ``None`` and the steps
 count and write themselves.
 
+A step may yield a :class:`PurgeHistory` after deleting or rewriting items: a
+store that keeps the old versions of what it deletes (a :class:`HistoryPurger`:
+CheckpointerStore) drops them and answers how many; for any other store (it
+keeps no such history) the answer is ``None``.
+
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
 >>> def steps():
@@ -35,9 +40,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from langgraph.store.base import BaseStore, Op, SearchItem, SearchOp
 
@@ -48,7 +53,9 @@ from langmem_plugin.core.steps import arun_steps, run_steps
 
 __all__ = [
     "CandidateSearch",
+    "HistoryPurger",
     "Pause",
+    "PurgeHistory",
     "StoreRequest",
     "StoreSteps",
     "aexecute",
@@ -74,8 +81,43 @@ class CandidateSearch:
     queries: tuple[CandidateQuery, ...]
 
 
-#: What store steps yield: a batch of store operations, a pause, a candidate search or a bounded write.
-StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite
+@dataclass(frozen=True)
+class PurgeHistory:
+    """A request to drop the old versions a store keeps of items it deleted or rewrote.
+
+    Attributes:
+        namespaces: each namespace, and those below it, entirely (a forgotten user's own).
+        keys: ``(namespace, key)`` of single items (in a namespace others keep using).
+    """
+
+    namespaces: tuple[tuple[str, ...], ...] = ()
+    keys: tuple[tuple[tuple[str, ...], str], ...] = ()
+
+
+@runtime_checkable
+class HistoryPurger(Protocol):
+    """A store that keeps the old versions of what it deletes, and can drop them (CheckpointerStore).
+
+    Forgetting calls it after its deletes (:class:`PurgeHistory`), so that what was forgotten
+    does not stay in the store's history. A store without history need not implement it.
+    """
+
+    def purge_history(
+        self, namespaces: Iterable[tuple[str, ...]] = (), *, keys: Iterable[tuple[tuple[str, ...], str]] = ()
+    ) -> int:
+        """Keep only the current version of each item named; returns how many versions went."""
+        ...
+
+    async def apurge_history(
+        self, namespaces: Iterable[tuple[str, ...]] = (), *, keys: Iterable[tuple[tuple[str, ...], str]] = ()
+    ) -> int:
+        """:meth:`purge_history`, from async code."""
+        ...
+
+
+#: What store steps yield: a batch of store operations, a pause, a candidate search, a bounded
+#: write or a history purge.
+StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
 
@@ -99,7 +141,7 @@ def _bounded(store: BaseStore) -> BoundedStore:
     return store
 
 
-def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
+def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
     """Carry out one request of store steps with the store's sync API."""
     if isinstance(request, Pause):
         time.sleep(request.seconds)
@@ -110,10 +152,14 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
         return _as_candidates(request, store.batch(_search_ops(request)))
     if isinstance(request, BoundedWrite):
         return _bounded(store).write_bounded(request) if item_limits(store) == "shared" else None
+    if isinstance(request, PurgeHistory):
+        if not isinstance(store, HistoryPurger) or not (request.namespaces or request.keys):
+            return None
+        return store.purge_history(request.namespaces, keys=request.keys)
     return store.batch(keep_vectors(store, request)) if request else []
 
 
-async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | None:
+async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
     """Carry out one request of store steps with the store's async API."""
     if isinstance(request, Pause):
         await asyncio.sleep(request.seconds)
@@ -124,6 +170,10 @@ async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | Non
         return _as_candidates(request, await store.abatch(_search_ops(request)))
     if isinstance(request, BoundedWrite):
         return await _bounded(store).awrite_bounded(request) if item_limits(store) == "shared" else None
+    if isinstance(request, PurgeHistory):
+        if not isinstance(store, HistoryPurger) or not (request.namespaces or request.keys):
+            return None
+        return await store.apurge_history(request.namespaces, keys=request.keys)
     return await store.abatch(keep_vectors(store, request)) if request else []
 
 

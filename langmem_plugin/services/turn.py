@@ -73,6 +73,7 @@ from langmem_plugin.core.record import exchange_link
 from langmem_plugin.core.renamed import renamed_keywords
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
+from langmem_plugin.core.times import TimeLike
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.context import (
@@ -231,12 +232,15 @@ class MemoryTurn:
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
         query: str | None = None,
+        as_of: TimeLike | None = None,
     ) -> StoreSteps[Recall]:
         """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``.
 
         Compartments whose namespace ``scope`` cannot fill (user memory in a run without a user
         id) are not searched, as long as one is left (:func:`~.recall.recall_steps`); with none
-        left the recall raises :class:`~langmem_plugin.errors.ScopeError`.
+        left the recall raises :class:`~langmem_plugin.errors.ScopeError`. ``as_of``: recall as
+        it would have been then (recency from it, nothing written after it; see
+        :func:`~.recall.recall_steps`).
         """
         return recall_steps(
             scope,
@@ -246,10 +250,11 @@ class MemoryTurn:
             plan=plan,
             run_memory=run_memory,
             query=query,
+            as_of=as_of,
         )
 
     def recall(self, scope: Scope, store: BaseStore, messages: Sequence[BaseMessage], **state: Any) -> Recall:
-        """Recall for ``messages``; ``state`` may give ``plan`` and ``run_memory``."""
+        """Recall for ``messages``; ``state`` may give ``plan``, ``run_memory`` and ``as_of``."""
         return execute(store, self.recall_steps(scope, store, messages, **state))
 
     async def arecall(

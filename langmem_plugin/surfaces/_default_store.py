@@ -83,6 +83,8 @@ def default_store(
             the message names the path and the fix.
         StoreLockedError: another store (in this process or another) holds ``path``.
         StoreConfigMismatchError: ``path`` was written with another embedder's dims.
+        EmbedderMismatchError: ``path`` was written with another embedder (same dims or not:
+            ``core.embeddings.embedder_id`` names it); raised here, so ``Memory(path=...)`` raises.
     """
     from langmem_plugin.stores.qdrant import QdrantStore  # qdrant-client is slow to import: on use
 

@@ -31,6 +31,7 @@ from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec
+from langmem_plugin.core.times import TimeLike
 from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services import aexecute, execute
 from langmem_plugin.services.context import RUN_NOTE_TOOL, ContextConfig
@@ -407,16 +408,20 @@ class Memory(DocumentMethods):
         *,
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
+        as_of: TimeLike | None = None,
     ) -> Recall:
         """Recall outside a graph, for the scope in ``config``.
 
         ``messages`` is what a chat model takes: a str (one user message), a list of messages,
         ``("user", "...")`` pairs or ``{"role": ..., "content": ...}`` dicts; the last user
         message is the query. Input that is none of these raises ``ConfigurationError``.
+        ``as_of`` (a datetime, naive meaning UTC, or a date as an imported session's) recalls as
+        of that time, for evaluations and backfills: recency is measured from it and memories
+        written after it are left out; a time that does not read raises ``InvalidTimeError``.
         """
         scope = scope_of(config)
         messages = messages_of(messages, "recall")
-        return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory)
+        return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory, as_of=as_of)
 
     async def arecall(
         self,
@@ -425,11 +430,14 @@ class Memory(DocumentMethods):
         *,
         plan: Any = None,
         run_memory: Sequence[Any] | None = None,
+        as_of: TimeLike | None = None,
     ) -> Recall:
         """Async :meth:`recall`."""
         scope = scope_of(config)
         messages = messages_of(messages, "arecall")
-        return await self.turn.arecall(scope, self.store, messages, plan=plan, run_memory=run_memory)
+        return await self.turn.arecall(
+            scope, self.store, messages, plan=plan, run_memory=run_memory, as_of=as_of
+        )
 
     def import_history(
         self,
@@ -443,7 +451,8 @@ class Memory(DocumentMethods):
         """Import an existing conversation into the thread of ``config``, as remember writes it.
 
         ``history`` is a list of messages (LangChain messages, ``{"role", "content"}`` dicts or pairs),
-        or of sessions ``{"date": ..., "messages": [...]}``. Each exchange becomes an episode
+        or of sessions ``{"date": ..., "id": ..., "messages": [...]}`` (the date stamps the episodes
+        and BM25 reads it; the id is kept apart). Each exchange becomes an episode
         with the same key, fields and passages remember gives it, in the compartments of
         :attr:`remember_config`; the store embeds ``batch_size`` episodes per round. Episodes
         already stored are left as they are, so importing twice writes nothing new. See

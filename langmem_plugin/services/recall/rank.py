@@ -36,7 +36,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
@@ -46,8 +46,9 @@ from langmem_plugin.core.fence import FENCE_CLOSE, FENCE_OPEN, fence, quote
 from langmem_plugin.core.fence import entry as fenced_entry
 from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.times import TimeLike, read_time
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.core.validity import is_current
+from langmem_plugin.core.validity import INVALID_AT, is_current
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
@@ -197,6 +198,7 @@ def search_candidates(
     min_similarity: float | None = None,
     signals: dict[tuple[tuple[str, ...], str], RetrievedItem] | None = None,
     dropped: list[Considered] | None = None,
+    as_of: datetime | None = None,
 ) -> StoreSteps[list[StoredMemory]]:
     """The candidate search of recall: one search per namespace, all in one request to the store.
 
@@ -208,13 +210,20 @@ def search_candidates(
     injected just for being the best of a poor lot (``dropped`` collects those when given, and
     ``signals`` each hit's scores by namespace and key). Without ``retrieval``, one store
     search per namespace, in one batch; scores are the store's own (higher is
-    better), or ``None`` when the store has no index.
+    better), or ``None`` when the store has no index. With ``as_of``, what was written after it
+    is left out, as if it were not stored.
     """
     found: list[StoredMemory] = []
     if retrieval is None:
         pages = yield [SearchOp(ns, query=query, limit=limit) for _, ns in searches]
         for (comp, ns), page in zip(searches, pages, strict=True):
-            found.extend(m for item in page if tuple(item.namespace) == ns and (m := to_stored(item, comp)))
+            found.extend(
+                m
+                for item in page
+                if tuple(item.namespace) == ns
+                and (m := to_stored(item, comp))
+                and _written_by(m.record, as_of)
+            )
         return found
     prefixes = [ns for _, ns in searches]
     pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit)
@@ -225,6 +234,8 @@ def search_candidates(
             try:
                 record = MemoryRecord.from_value(hit.value)
             except InvalidRecordError:
+                continue
+            if not _written_by(record, as_of):
                 continue
             unscored = hit.dense_score is None and hit.lexical_score is None  # a store with no index
             if (
@@ -282,8 +293,27 @@ def _searchable(
     return found
 
 
-def _recency(updated: datetime, now: datetime, half_life_days: float) -> float:
-    age_days = max((now - updated).total_seconds(), 0.0) / 86400.0
+def _written_by(record: MemoryRecord, as_of: datetime | None) -> bool:
+    """Whether ``record`` existed at ``as_of`` (always, without one)."""
+    return as_of is None or record.created_at <= as_of
+
+
+def _current_at(record: MemoryRecord, as_of: datetime | None) -> bool:
+    """Whether ``record`` was still true at ``as_of`` (now, without one): not invalidated by then."""
+    if as_of is None or is_current(record):
+        return is_current(record)
+    try:
+        invalid_at = datetime.fromisoformat(record.metadata[INVALID_AT])
+    except (TypeError, ValueError):
+        return False
+    return (invalid_at if invalid_at.tzinfo else invalid_at.replace(tzinfo=UTC)) > as_of
+
+
+def _recency(record: MemoryRecord, now: datetime, half_life_days: float) -> float:
+    """1 for a memory changed at ``now``, halving every ``half_life_days`` before it (a change
+    after ``now``, seen from an ``as_of`` in the past, counts from when it was written)."""
+    changed = record.updated_at if record.updated_at <= now else record.created_at
+    age_days = max((now - changed).total_seconds(), 0.0) / 86400.0
     return math.pow(0.5, age_days / half_life_days)
 
 
@@ -292,6 +322,7 @@ def _rank(
     config: RecallConfig,
     now: datetime,
     dropped: list[tuple[StoredMemory, str]] | None = None,
+    as_of: datetime | None = None,
 ) -> list[tuple[float, float | None, StoredMemory]]:
     scores = [c.score for c in candidates if c.score is not None]
     scored = bool(scores)
@@ -306,11 +337,12 @@ def _rank(
         text = _SPACE.sub(" ", memory.record.content.strip().lower())
         part = part_of(memory)
         piece = None if part is None else (memory.namespace, part.episode, part.number)
-        if identity in seen_ids or text in seen_text or piece in seen_pieces or not is_current(memory.record):
+        current = _current_at(memory.record, as_of)
+        if identity in seen_ids or text in seen_text or piece in seen_pieces or not current:
             if (
                 dropped is not None
             ):  # a duplicate, or a fact superseded by a later one (still found by search)
-                dropped.append((memory, "superseded" if not is_current(memory.record) else "duplicate"))
+                dropped.append((memory, "superseded" if not current else "duplicate"))
             continue
         relevance = memory.score
         threshold = config.threshold
@@ -326,7 +358,7 @@ def _rank(
         score = (
             config.w_relevance * rel
             + config.w_priority * (memory.record.priority - 1) / 9
-            + config.w_recency * _recency(memory.record.updated_at, now, config.recency_half_life_days)
+            + config.w_recency * _recency(memory.record, now, config.recency_half_life_days)
         )
         ranked.append((score, relevance, memory))
     ranked.sort(key=lambda r: -r[0])
@@ -367,6 +399,7 @@ def recall_steps(
     run_memory: Sequence[Any] | None = None,
     query: str | None = None,
     now: datetime | None = None,
+    as_of: TimeLike | None = None,
 ) -> StoreSteps[Recall]:
     """Search, rank and fit what the model should see before it answers.
 
@@ -378,15 +411,21 @@ def recall_steps(
         plan: the plan in graph state, if any (its goal joins the query; it gets its own section).
         run_memory: notes of the current run (always injected, newest kept first when over budget).
         query: use this query instead of the one taken from ``messages``.
-        now: the time recency is measured from (tests).
+        now: the time recency is measured from (tests; default: now).
+        as_of: recall as it would have been at this time (evaluations, backfills): recency is
+            measured from it, and what was written after it (``created_at``) is left out, as
+            if it were not stored; a fact superseded after it is still current. A ``datetime``
+            (naive: UTC) or anything :func:`~langmem_plugin.core.times.read_time` reads.
 
     Raises:
         ScopeError: the scope lacks the ids of every searched compartment (a compartment it
             cannot name is skipped when another one can be searched: a run without a user id
             recalls its session memory, where remember writes for it).
+        InvalidTimeError: ``as_of`` is not a time (raised before the store is asked).
     """
     config = config or RecallConfig()
-    now = now or utc_now()
+    when = None if as_of is None else read_time(as_of, what="as_of", where="recall")
+    now = when or now or utc_now()
     budgets = config.budgets
     query = query if query is not None else query_from_state(messages, plan)
 
@@ -398,7 +437,9 @@ def recall_steps(
         (listing,) = yield [
             SearchOp(knowledge_ns, limit=config.knowledge_whole_max_chunks + 1, refresh_ttl=False)
         ]
-        chunks = [m for i in listing if (m := to_stored(i, Compartment.KNOWLEDGE))]
+        chunks = [
+            m for i in listing if (m := to_stored(i, Compartment.KNOWLEDGE)) and _written_by(m.record, when)
+        ]
         if chunks and len(listing) <= config.knowledge_whole_max_chunks:
             chunks.sort(
                 key=lambda m: (m.record.metadata.get("source", ""), int(m.record.metadata.get("chunk", "0")))
@@ -429,9 +470,10 @@ def recall_steps(
             min_similarity=config.min_relevance,
             signals=signals,
             dropped=unranked,
+            as_of=when,
         )
     dropped: list[tuple[StoredMemory, str]] = []
-    ranked = _rank(candidates, config, now, dropped)
+    ranked = _rank(candidates, config, now, dropped, when)
 
     memories = MemoriesFitter(budgets.memories, config.model, query)
     knowledge = Fitter("[agent knowledge]", budgets.knowledge, config.model)

@@ -123,7 +123,8 @@ class RetrievalConfig:
         neighbour_weight: hybrid mode: each candidate's fused score gains this share of its
             best neighbour's (an answer next to a strong match is likely).
         group_fields: dot paths into the value naming the group a memory belongs to, the first
-            one present wins (remember writes ``metadata.session`` for imported sessions and
+            one present wins (an imported session writes ``metadata.session_id`` when it has an
+            id and ``metadata.session``, its date or number, always; remember writes
             ``metadata.thread_id`` always). Empty: no group lift.
         group_weight: hybrid mode: each candidate gains this share of the mean fused score of
             the best ``group_top`` candidates of its group (evidence that clusters in one
@@ -143,7 +144,7 @@ class RetrievalConfig:
     background_min_docs: int = 20
     neighbours_field: str | None = "metadata.neighbours"
     neighbour_weight: float = 0.45
-    group_fields: tuple[str, ...] = ("metadata.session", "metadata.thread_id")
+    group_fields: tuple[str, ...] = ("metadata.session_id", "metadata.session", "metadata.thread_id")
     group_weight: float = 0.5
     group_top: int = 3
     lifts: tuple[Lift[Any], ...] = ()

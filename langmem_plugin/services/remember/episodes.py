@@ -193,7 +193,10 @@ class Episode:
         following: the same of the episode after it (known when a history is imported).
         context: the beginning of the episode before it (for lexical search).
         time: when it was said (``None``: now).
-        session: the session of an imported history it belongs to (its date or number).
+        session: the session of an imported history it belongs to: its date as the history gave
+            it, else its number (``metadata.session``, which BM25 reads).
+        session_id: that session's id, if it has one (``metadata.session_id``: recall's session
+            lift groups by it; BM25 does not read it).
         memories: the ids of the memories saved or changed in it (the memory tools' artifacts):
             written as the exchange's ``derived`` links, and each of those memories gets the
             exchange among its ``sources`` in the same batch.
@@ -212,6 +215,7 @@ class Episode:
     context: str = ""
     time: datetime | None = None
     session: str | None = None
+    session_id: str | None = None
     memories: tuple[str, ...] = ()
     forgot: bool = False
 
@@ -297,6 +301,8 @@ def _metadata(episode: Episode, scope: Scope, key: str) -> dict[str, str]:
         meta["neighbours"] = " ".join(around)
     if episode.session is not None:
         meta["session"] = shorten(episode.session, _METADATA_CHARS)
+    if episode.session_id is not None:
+        meta["session_id"] = shorten(episode.session_id, _METADATA_CHARS)
     meta["speaker"] = shorten(episode.speaker or "user", 200)
     meta["role"] = "message" if episode.is_message else "exchange"
     if episode.context:
@@ -313,9 +319,9 @@ def episode_records(
     """The episode's key, its record (a head of its text of at most ``max_chars``), and its passages.
 
     The record's metadata places it in its thread (``thread_id``, ``position``, ``previous``,
-    ``next``, ``neighbours``, ``session``), says who spoke (``speaker``, ``role``), what was said
-    before (``context``), its sentences (``part_1`` ...), its ``time`` and, for a text longer than
-    one passage, how many ``passages`` hold it whole (keys :func:`passage_key`).
+    ``next``, ``neighbours``, ``session``, ``session_id``), says who spoke (``speaker``, ``role``),
+    what was said before (``context``), its sentences (``part_1`` ...), its ``time`` and, for a
+    text longer than one passage, how many ``passages`` hold it whole (keys :func:`passage_key`).
     """
     config = config or RememberConfig()
     key = episode.key(scope)
@@ -346,7 +352,8 @@ def episode_records(
     )
     meta["time"] = record.created_at.isoformat()
     record = record.model_copy(update={"metadata": meta})
-    shared = {k: meta[k] for k in ("thread_id", "position", "session", "speaker", "time") if k in meta}
+    placing = ("thread_id", "position", "session", "session_id", "speaker", "time")
+    shared = {k: meta[k] for k in placing if k in meta}
     parts = [
         (
             passage_key(key, n),

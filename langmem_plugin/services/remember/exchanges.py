@@ -123,6 +123,7 @@ def episodes_from_messages(
     per: Literal["exchange", "message"] = "exchange",
     times: Sequence[datetime | None] | None = None,
     sessions: Sequence[str | None] | None = None,
+    session_ids: Sequence[str | None] | None = None,
 ) -> list[Episode]:
     """Every episode of ``messages``, in order, each linked to its neighbours.
 
@@ -131,7 +132,8 @@ def episodes_from_messages(
         per: ``"exchange"``: one episode per answered user message, as remember writes them;
             ``"message"``: one per message with text (a conversation between people).
         times: the time of each message (the episode takes its first message's).
-        sessions: the session of each message.
+        sessions: the session of each message: its date as given, or its number (BM25 reads it).
+        session_ids: the id of each message's session (never read by BM25).
     """
     found: list[tuple[Episode, int]] = []
     starts: list[int] = []
@@ -156,6 +158,7 @@ def episodes_from_messages(
             episode,
             time=times[start] if times is not None else episode.time,
             session=sessions[start] if sessions is not None else episode.session,
+            session_id=session_ids[start] if session_ids is not None else episode.session_id,
         )
         for episode, start in zip(linked, starts, strict=True)
     ]

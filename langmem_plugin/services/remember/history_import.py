@@ -1,8 +1,12 @@
 """Import an existing conversation history as episodes, through remember's own writer.
 
-A history is a list of messages, or a list of sessions of messages with their dates::
+A history is a list of messages, or a list of sessions of messages with their dates (and ids)::
 
-    [{"date": "2023-05-08T13:56", "messages": [{"role": "user", "content": "..."}, ...]}, ...]
+    [{"date": "2023-05-08T13:56", "id": "s1", "messages": [{"role": "user", "content": "..."}, ...]}, ...]
+
+A session's date stamps its episodes and is what BM25 reads of the session (``metadata.session``);
+its id is kept apart (``metadata.session_id``) and never replaces the date; a date that does not
+read as one instant is refused (:mod:`.history_input` says which keys and dates are read).
 
 Messages are LangChain messages, ``{"role", "content"}`` dicts (``"name"`` or ``"speaker"``
 names who spoke; with ``per="message"`` a role other than user/assistant/tool/system is taken as
@@ -104,11 +108,14 @@ def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode
     messages: list[AnyMessage | BaseMessage] = []
     times: list[datetime | None] = []
     labels: list[str | None] = []
-    for label, when, session in read_history(history, per=per):
-        messages.extend(session)
-        times.extend([when] * len(session))
-        labels.extend([label] * len(session))
-    return episodes_from_messages(messages, per=per, times=times, sessions=labels)
+    ids: list[str | None] = []
+    for session in read_history(history, per=per):
+        n = len(session.messages)
+        messages.extend(session.messages)
+        times.extend([session.time] * n)
+        labels.extend([session.label] * n)
+        ids.extend([session.id] * n)
+    return episodes_from_messages(messages, per=per, times=times, sessions=labels, session_ids=ids)
 
 
 @dataclass
@@ -254,8 +261,9 @@ def import_history(
     Raises:
         ScopeError: ``scope`` has no thread id.
         ConfigurationError: ``history`` is not a history (:mod:`.history_input`: the place, the value
-            and the fix), or ``per``, ``batch_size`` or ``progress`` is not one of its values;
-            raised before anything is written.
+            and the fix; :class:`~langmem_plugin.errors.InvalidTimeError` for a session's date), or
+            ``per``, ``batch_size`` or ``progress`` is not one of its values; raised before
+            anything is written.
     """
     with _Run(history, scope, layout, config, per, batch_size, progress) as run:
         for batch in run.batches:

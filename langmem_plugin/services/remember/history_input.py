@@ -9,6 +9,20 @@ A history is a ``list`` or ``tuple`` (or an iterator, read once) of either
 - **sessions**: dicts ``{"messages": [...], "date": ..., "id": ...}`` (``"date"`` and ``"id"``
   optional, no other key), whose ``"messages"`` is a list of messages as above.
 
+A session's keys:
+
+- ``"messages"`` (required): its messages;
+- ``"date"``: when it took place, read by :func:`~langmem_plugin.core.times.read_time` (a
+  ``datetime``, naive meaning UTC; a ``date``; ISO text; text such as ``"1:56 pm on 8 May, 2023"``,
+  ``"2023/05/21 (Sun) 19:50"``, ``"May 21, 2023"``; epoch seconds). Its episodes are stamped
+  with it (``created_at``), and the date as the history gave it (a number: its ISO text) is the
+  episode's ``metadata.session``, which BM25 reads, so a question naming the date finds it.
+  Missing, ``None`` or blank: the episodes are stamped with the time of the import and
+  ``metadata.session`` is the session's number;
+- ``"id"``: its name in the source (a ``str``, one line), kept as ``metadata.session_id``: it
+  groups the session's episodes for recall's session lift, and BM25 never reads it (an id
+  such as ``"answer_4be1b6b4_2"`` is not something a question says).
+
 The rules, each refused with a :class:`~langmem_plugin.errors.ConfigurationError` that names the
 place (``session 2, message 5``), the value, and the fix:
 
@@ -20,7 +34,10 @@ place (``session 2, message 5``), the value, and the fix:
   in a list;
 - a name (a speaker, a tool) is one line of at most 200 characters, without control characters;
   a message id a ``str`` without whitespace or control characters;
-- a date is a ``datetime``, a ``date``, or text in a format :func:`parse_time` reads (blank: none).
+- a date is one instant (:func:`~langmem_plugin.core.times.read_time`): unknown, incomplete
+  (``"May 2023"``) or ambiguous (``"05/06/2023"``) text, a weekday that is not the date's, a
+  named timezone, a number outside epoch seconds of 1980-2100 and a ``bool`` are refused with
+  :class:`~langmem_plugin.errors.InvalidTimeError` (a ``ConfigurationError``); never guessed.
 
 A history that is none of these is refused before the first write, so an import never stops
 half-way on a bad message.
@@ -30,19 +47,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, date, datetime
-from typing import Any, Literal, TypeAlias
+from datetime import date, datetime
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langmem_plugin.errors import ConfigurationError, LangMemPluginError, shown
+from langmem_plugin.core.times import read_time
+from langmem_plugin.errors import ConfigurationError, InvalidTimeError, LangMemPluginError, shown
 
 __all__ = ["History", "ReadSession", "parse_time", "read_history"]
 
 #: A history: messages, or sessions ``{"date": ..., "messages": [...]}``.
 History: TypeAlias = Sequence[BaseMessage | Mapping[str, Any] | tuple[str, Any]] | Iterable[Any]
-#: A session as read: its label (``None``: a plain list of messages), time and messages.
-ReadSession: TypeAlias = tuple[str | None, datetime | None, list[BaseMessage]]
 
 _ROLES_USER = frozenset({"user", "human"})
 _ROLES_ASSISTANT = frozenset({"assistant", "ai"})
@@ -52,49 +68,57 @@ _TOOL_CALL_KEYS = frozenset({"name", "args", "id", "type"})
 _NAME_CHARS = 200
 _BAD_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _BAD_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_DATE_FORMATS = (
-    "%I:%M %p on %d %B, %Y",
-    "%I:%M %p on %d %b, %Y",
-    "%Y-%m-%d %H:%M:%S",
-    "%Y-%m-%d",
-    "%Y/%m/%d",
-    "%d %B %Y",
-    "%d %b %Y",
-    "%d %B, %Y",
-    "%B %d, %Y",
-    "%b %d, %Y",
-)
 _SHAPE = (
     "a history is a list of messages (LangChain messages, {'role': ..., 'content': ...} dicts or "
     "(role, content) pairs) or a list of sessions {'date': ..., 'messages': [...]}"
 )
 
 
+class ReadSession(NamedTuple):
+    """A session as read (a plain list of messages is one session, without label).
+
+    Attributes:
+        label: what ``metadata.session`` says: the date as given, else the session's number
+            (``None``: a plain list of messages).
+        id: the session's ``"id"``, if it has one.
+        time: its date as a timezone-aware time (``None``: none given).
+        messages: its messages (system messages left out).
+    """
+
+    label: str | None
+    id: str | None
+    time: datetime | None
+    messages: list[BaseMessage]
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def parse_time(value: Any) -> datetime | None:
-    """A session's date as a timezone-aware time (naive: UTC), or ``None`` when it is not one.
+    """A session's date as a timezone-aware UTC time, or ``None`` when it is none or not one.
+
+    :func:`read_history` refuses a date this gives ``None`` for (blank aside), with the reason
+    (:func:`~langmem_plugin.core.times.read_time` says it).
 
     >>> parse_time("2023-05-08T13:56").isoformat(), parse_time("1:56 pm on 8 May, 2023").isoformat()
     ('2023-05-08T13:56:00+00:00', '2023-05-08T13:56:00+00:00')
+    >>> parse_time("2023/05/21 (Sun) 19:50").isoformat(), parse_time("05/06/2023")
+    ('2023-05-21T19:50:00+00:00', None)
     """
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if not isinstance(value, str) or not value.strip():
+    if _blank(value):
         return None
-    text = value.strip()
     try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        for fmt in _DATE_FORMATS:
-            try:
-                parsed = datetime.strptime(text, fmt)
-                break
-            except ValueError:
-                continue
-        else:
-            return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return read_time(value)
+    except InvalidTimeError:
+        return None
+
+
+def _date_label(value: Any, time: datetime) -> str:
+    """The date as the history gave it, for BM25: text as it is, a number as ISO text."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    return str(value) if isinstance(value, datetime | date) else time.isoformat()
 
 
 def _refuse(where: str, problem: str, value: Any, fix: str) -> ConfigurationError:
@@ -307,25 +331,18 @@ def _session(session: Mapping[str, Any], s: int, per: str) -> ReadSession:
     if extra:
         raise _refuse(where, f"a session has 'messages', 'date' and 'id' only, not {extra}", session, _SHAPE)
     when = session.get("date")
-    time = parse_time(when)
-    if time is None and when is not None and not (isinstance(when, str) and not when.strip()):
-        raise _refuse(
-            where,
-            "the date is not a datetime, a date or text in a known format",
-            when,
-            "pass a datetime or ISO text such as '2023-05-08T13:56' (or '1:56 pm on 8 May, 2023')",
-        )
+    time = None if _blank(when) else read_time(when, what="the date", where=f"history, {where}")
     ident = session.get("id")
     if ident is not None:
         ident = _name(ident, where, "the session id")
-    label = ident or (str(when) if time is not None else None)
     items = _items(session["messages"], where, "messages")
     messages = [
         m
         for i, item in enumerate(items, start=1)
         if (m := _message(item, f"{s}.{i}", f"{where}, message {i}", per))
     ]
-    return (label or str(s), time, messages)
+    label = _date_label(when, time) if time is not None else str(s)
+    return ReadSession(label, ident, time, messages)
 
 
 def read_history(history: Any, *, per: Literal["exchange", "message"] = "exchange") -> list[ReadSession]:
@@ -353,4 +370,4 @@ def read_history(history: Any, *, per: Literal["exchange", "message"] = "exchang
     messages = [
         m for i, item in enumerate(items, start=1) if (m := _message(item, f"1.{i}", f"message {i}", per))
     ]
-    return [(None, None, messages)]
+    return [ReadSession(None, None, None, messages)]

@@ -8,7 +8,9 @@
   and for every thread of theirs the session memory (archived plans, summaries,
   session-only episodes) and the stored tool results (the layout's ``results``
   compartment). It returns counts, and touches no one else. :func:`drop_queued`
-  drops first what the user has not written yet: reflection jobs and failed writes.
+  drops first what the user has not written yet: reflection jobs and failed writes. A store
+  that keeps history (``CheckpointerStore``) then drops the old versions of all of it
+  (:class:`~langmem_plugin.services.store_steps.PurgeHistory`).
 - :func:`delete_threads_steps` removes what belongs to threads (session memory,
   stored tool results, their thread index entries) — ``delete_idle_threads``
   runs it for the threads it deletes from a checkpointer. What a user said in a
@@ -43,7 +45,7 @@ from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import PurgeHistory, StoreSteps
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -172,6 +174,8 @@ class ForgetReport:
         quotes_stripped: other users' exchanges in shared threads that kept a copy of the
             beginning of one of the user's (``metadata.context``, for lexical search): the copy
             was removed, the rest of the exchange kept.
+        history_purged: old versions the store kept of what was removed or rewritten, dropped
+            (a store with history: ``CheckpointerStore``); 0 for a store that keeps none.
     """
 
     user_id: str
@@ -181,6 +185,7 @@ class ForgetReport:
     shared_threads: list[str] = field(default_factory=list)
     queued: dict[str, int] = field(default_factory=dict)
     quotes_stripped: int = 0
+    history_purged: int = 0
 
     @property
     def total(self) -> int:
@@ -339,6 +344,13 @@ def _forget_user_steps(
         yield doomed[start : start + _PAGE] + (stripped if start + _PAGE >= len(doomed) else [])
     if not doomed and stripped:
         yield stripped
+    # a store that keeps history (CheckpointerStore) drops the old versions too: of every place
+    # wholly the user's, of the user's own namespaces in shared threads, of each item rewritten
+    owned = [ns for _, ns, whole in places if whole]
+    owned += [(*ns, _OWNER_LABEL, user_id) for _, ns, whole in places if not whole]
+    written = [(tuple(op.namespace), op.key) for op in (*doomed, *stripped)]
+    purged = yield PurgeHistory(tuple(dict.fromkeys(owned)), tuple(dict.fromkeys(written)))
+    report.history_purged = purged or 0
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
 

@@ -51,7 +51,7 @@ from langmem_plugin.services.operations import (
     to_stored,
     update_steps,
 )
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import PurgeHistory, StoreSteps
 from langmem_plugin.services.upkeep.candidates import Candidate
 
 __all__ = [
@@ -119,12 +119,15 @@ class Forgotten:
         exchanges: the keys of the exchanges (episodes) removed with them.
         passages: how many passages of those exchanges were removed.
         history: how many history entries were redacted (their text removed).
+        history_purged: old versions the store kept of what was removed or rewritten, dropped
+            (a store with history: ``CheckpointerStore``); 0 for a store that keeps none.
     """
 
     memories: list[tuple[str, str]] = field(default_factory=list)
     exchanges: list[str] = field(default_factory=list)
     passages: int = 0
     history: int = 0
+    history_purged: int = 0
 
     @property
     def ids(self) -> list[str]:
@@ -289,7 +292,8 @@ def forget_memories_steps(
     One batch, in this order: the exchanges and their passages removed, the history of each
     memory redacted, the memories deleted, and a ``DELETE`` entry per memory that says who
     (``recorded_by``) and when, without the text. A memory that is itself an exchange is
-    removed as one (with its passages).
+    removed as one (with its passages). Then a store that keeps history (``CheckpointerStore``)
+    drops the old versions of every item the batch deleted or rewrote (:class:`PurgeHistory`).
     """
     forgotten = Forgotten()
     plain = [m for m in memories if m.record.kind is not MemoryKind.EPISODE]
@@ -303,6 +307,9 @@ def forget_memories_steps(
     batch = [*ops, *redactions, *deletes, *changes_ops(scope, changes, recorded_by, history=history)]
     if batch:
         yield batch
+        written = dict.fromkeys((tuple(op.namespace), op.key) for op in [*ops, *redactions, *deletes])
+        purged = yield PurgeHistory(keys=tuple(written))
+        forgotten.history_purged = purged or 0
     return forgotten
 
 

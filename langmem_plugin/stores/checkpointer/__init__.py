@@ -49,6 +49,11 @@ version back, :meth:`~CheckpointerStore.rollback` does it for a whole namespace,
 :meth:`~CheckpointerStore.namespace_at` shows a namespace as it was
 at a past time (TTL refreshes by reads are not part of that timeline: an item
 counts as expired at the expiry its version was written with).
+:meth:`~CheckpointerStore.purge_history` drops old versions (forgetting calls it
+after its deletes): the items named keep only their current version, each
+checkpoint that held a dropped one is written again without it under its own id,
+and a namespace left with nothing loses its thread and registration — over a
+``SqliteSaver`` on a file in one SQLite write transaction (``_sqlite``).
 
 Search
 ------
@@ -80,11 +85,11 @@ The package
 -----------
 ``_store`` (the ``BaseStore`` class and its I/O), ``_batch`` (a batch of ops as
 steps), ``_bounded`` (a bounded write as steps), ``_history`` (history, restore,
-rollback as steps), ``_log`` (thread names, records, checkpoints, the I/O
-requests), ``_state`` / ``_entries`` / ``_vectors`` (the folded state and its
-indexes), ``_sqlite`` (the SQLite write transaction of a bounded write). Only
-``_store`` and ``_sqlite`` do I/O: the others yield requests
-(``langmem_plugin.core.steps``).
+rollback as steps), ``_purge`` (purging history as steps), ``_log`` (thread names,
+records, checkpoints, the I/O requests), ``_state`` / ``_entries`` / ``_vectors``
+(the folded state and its indexes), ``_sqlite`` (the SQLite write transaction of a
+bounded write or a purge). Only ``_store`` and ``_sqlite`` do I/O: the others
+yield requests (``langmem_plugin.core.steps``).
 """
 
 from langmem_plugin.stores.checkpointer._history import ItemVersion

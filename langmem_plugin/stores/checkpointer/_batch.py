@@ -354,6 +354,7 @@ class CheckpointerLogic:
         for w in writes:
             by_namespace.setdefault(w.namespace, []).append(w)
         checkpoints: list[tuple[PutCheckpoint, list[tuple[Any, ...]]]] = []
+        threads = [namespace_thread(self.name, ns) for ns in by_namespace]
         with self.lock:
             new = [ns for ns in by_namespace if ns not in state.registered]
             now_text = self.clock().isoformat()
@@ -362,13 +363,13 @@ class CheckpointerLogic:
                 channels = {namespace_thread(self.name, ns): list(ns) for ns in new}
                 checkpoints.append((self._checkpoint(state, registry, channels, now_text), []))
                 state.registered.update(new)
-            for namespace, group in by_namespace.items():
-                thread = namespace_thread(self.name, namespace)
+            for (namespace, group), thread in zip(by_namespace.items(), threads, strict=True):
                 put = self._checkpoint(state, thread, {w.key: w.record for w in group}, now_text)
                 cid = put.checkpoint["id"]
                 checkpoints.append(
                     (put, [(namespace, w.key, cid, w.record, w.vectors, w.value) for w in group])
                 )
+                state.writing[thread] = state.writing.get(thread, 0) + 1  # a purge leaves the thread be
         written = 0
         try:
             for request, applied in checkpoints:
@@ -381,6 +382,12 @@ class CheckpointerLogic:
                 with self.lock:
                     state.registered.difference_update(new)
             raise
+        finally:
+            with self.lock:
+                for thread in threads:
+                    state.writing[thread] -= 1
+                    if not state.writing[thread]:
+                        del state.writing[thread]
 
     def _checkpoint(self, state: StoreState, thread: str, channels: dict[str, Any], ts: str) -> PutCheckpoint:
         """The next checkpoint of ``thread``, child of its head; it becomes the head."""

@@ -47,7 +47,7 @@ from langmem_plugin.stores.checkpointer._log import (
 )
 from langmem_plugin.stores.checkpointer._state import StoreState
 
-__all__ = ["bounded"]
+__all__ = ["bounded", "catch_up"]
 
 Applied = list[tuple[tuple[str, ...], str, str, dict[str, Any], Any, dict[str, Any] | None]]
 
@@ -77,13 +77,13 @@ def bounded(logic: CheckpointerLogic, write: BoundedWrite) -> Steps[Request, lis
     return cast(list[PutOp], evictions)
 
 
-def _catch_up(
+def catch_up(
     logic: CheckpointerLogic, state: StoreState, namespace: tuple[str, ...]
 ) -> Generator[HeldRequest, Any, None]:
     """Fold the checkpoints of ``namespace`` that this store has not seen (other writers')."""
     thread = namespace_thread(logic.name, namespace)
     with logic.lock:
-        known = len(state.folded.get(namespace, ()))
+        known = len(state.folded.get(namespace, ())) - state.dropped.get(namespace, 0)
     ids = cast(list[str], (yield CheckpointIds(thread, known)))
     with logic.lock:
         folded = state.folded.get(namespace, set())
@@ -103,7 +103,7 @@ def _catch_up_all(
     logic: CheckpointerLogic, state: StoreState, write: BoundedWrite
 ) -> Generator[HeldRequest, Any, None]:
     for bound in write.bounds:
-        yield from _catch_up(logic, state, bound.namespace)
+        yield from catch_up(logic, state, bound.namespace)
 
 
 def _section(

@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 __all__ = [
     "CheckpointIds",
+    "DeleteThread",
+    "DropCheckpoints",
     "Embed",
     "EmbedQueries",
     "Exclusive",
@@ -34,6 +36,7 @@ __all__ = [
     "namespace_thread",
     "parse_time",
     "registry_thread",
+    "rewrite_request",
     "thread_config",
 ]
 
@@ -148,8 +151,24 @@ class CheckpointIds:
     known: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class DropCheckpoints:
+    """Delete checkpoints of ``thread`` (``ids``), or all of them (``ids=None``), with their writes;
+    only inside an :class:`Exclusive` (the saver has no call that deletes one checkpoint)."""
+
+    thread: str
+    ids: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteThread:
+    """Delete a thread, every checkpoint of it (``BaseCheckpointSaver.delete_thread``)."""
+
+    thread: str
+
+
 #: What an exclusive section yields: reads and writes of the log, nothing else (no embedding).
-HeldRequest = PutCheckpoint | GetCheckpoint | CheckpointIds
+HeldRequest = PutCheckpoint | GetCheckpoint | CheckpointIds | ListCheckpoints | DropCheckpoints
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,13 +179,16 @@ class Exclusive:
 
     ``lock=False``: the same reads without the write lock (a catch-up before the section, so
     that the section itself has little left to read while every other writer waits).
+    ``scrub=True``: once committed, the WAL is written back into the file and emptied (what a
+    purge deleted leaves no copy there), if no reader holds it.
     """
 
     steps: Generator[HeldRequest, Any, Any]
     lock: bool = True
+    scrub: bool = False
 
 
-Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | Embed | EmbedQueries | Exclusive
+Request = PutCheckpoint | ListCheckpoints | GetCheckpoint | DeleteThread | Embed | EmbedQueries | Exclusive
 
 
 def checkpoint_request(thread: str, channels: dict[str, Any], ts: str, parent: str | None) -> PutCheckpoint:
@@ -192,3 +214,17 @@ def checkpoint_request(thread: str, channels: dict[str, Any], ts: str, parent: s
         "writer": "langmem_plugin.CheckpointerStore",
     }
     return PutCheckpoint(config, checkpoint, metadata, dict.fromkeys(channels, cid))
+
+
+def rewrite_request(thread: str, saved: CheckpointTuple, channels: dict[str, Any]) -> PutCheckpoint:
+    """The request that writes checkpoint ``saved`` of ``thread`` again, under its own id and parent,
+    holding only ``channels`` (a saver's ``put`` of an existing id replaces that checkpoint)."""
+    checkpoint = dict(saved.checkpoint)
+    versions = saved.checkpoint["channel_versions"]
+    checkpoint["channel_values"] = channels
+    checkpoint["channel_versions"] = {k: versions[k] for k in channels}
+    checkpoint["updated_channels"] = list(channels)
+    parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    config = thread_config(thread, parent)
+    new_versions = {k: versions[k] for k in channels}
+    return PutCheckpoint(config, checkpoint, dict(saved.metadata or {}), new_versions)

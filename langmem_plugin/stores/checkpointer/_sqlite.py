@@ -19,11 +19,20 @@ SQLite transaction:
 
 The lock here only keeps this store's threads off one connection at a time;
 two store objects, or two processes, are held apart by SQLite's write lock.
+
+A purge (``CheckpointerStore.purge_history``) is such a section too: its deletes
+and rewrites of checkpoints commit together. The connection runs with
+``PRAGMA secure_delete=ON``, so the rows it deletes or replaces are overwritten
+with zeros rather than left in free pages, and after a purge the WAL is written
+back into the file and truncated (``wal_checkpoint(TRUNCATE)``, when no reader
+holds it). What SQLite copied within pages before (the slack a page split
+leaves) is gone only after a ``VACUUM``.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sqlite3
 import threading
@@ -34,7 +43,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langmem_plugin.core.steps import run_steps
 from langmem_plugin.errors import StoreError
-from langmem_plugin.stores.checkpointer._log import CheckpointIds, GetCheckpoint, HeldRequest, PutCheckpoint
+from langmem_plugin.stores.checkpointer._log import (
+    CheckpointIds,
+    DropCheckpoints,
+    GetCheckpoint,
+    HeldRequest,
+    ListCheckpoints,
+    PutCheckpoint,
+)
 
 __all__ = ["SqliteWriter", "sqlite_file"]
 
@@ -42,10 +58,16 @@ T = TypeVar("T")
 
 #: Seconds a section waits for another writer's transaction before it fails.
 BUSY_TIMEOUT = 30.0
+#: Milliseconds the WAL checkpoint after a purge waits for readers before it leaves the WAL as it is.
+SCRUB_TIMEOUT_MS = 1000
 
 # A thread's checkpoints in the SqliteSaver's table (its primary key starts with these two columns).
 _COUNT = "SELECT count(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
 _IDS = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
+_DROP = ("DELETE FROM checkpoints WHERE thread_id = ?", "DELETE FROM writes WHERE thread_id = ?")
+_CHUNK = 500  # checkpoint ids per DELETE (SQLite's limit on bound parameters)
+
+logger = logging.getLogger(__name__)
 
 
 def sqlite_file(saver: BaseCheckpointSaver[Any]) -> str | None:
@@ -94,10 +116,12 @@ class SqliteWriter:
         self._conn: _HeldConnection | None = None
         self._saver: Any = None
 
-    def run(self, steps: Generator[HeldRequest, Any, T], *, lock: bool = True) -> T:
+    def run(self, steps: Generator[HeldRequest, Any, T], *, lock: bool = True, scrub: bool = False) -> T:
         """Run ``steps`` in one write transaction: committed if they return, rolled back if they raise.
 
         ``lock=False``: run reads only, outside any transaction (a put raises).
+        ``scrub=True``: once committed, write the WAL back into the file and truncate it (best
+        effort: left as it is when a reader still holds it after ``SCRUB_TIMEOUT_MS``).
 
         Raises:
             StoreError: SQLite failed (e.g. another writer held the file past the busy timeout).
@@ -124,6 +148,8 @@ class SqliteWriter:
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"SQLite failed in a bounded write to {self.path!r}: {exc}") from exc
                 raise
+            if scrub:
+                _truncate_wal(conn)
             return result
 
     def close(self) -> None:
@@ -140,6 +166,7 @@ class SqliteWriter:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT, check_same_thread=False, factory=_HeldConnection
             )
+            conn.execute("PRAGMA secure_delete=ON")  # what a purge deletes is zeroed, not left in free pages
             saver = SqliteSaver(conn, serde=self._serde)
             saver.setup()
             self._conn, self._saver = conn, saver
@@ -147,8 +174,19 @@ class SqliteWriter:
 
 
 def _read_only(conn: _HeldConnection, saver: Any, request: HeldRequest) -> Any:
-    assert not isinstance(request, PutCheckpoint), "a write outside the section"
+    assert not isinstance(request, PutCheckpoint | DropCheckpoints), "a write outside the section"
     return _carry_out(conn, saver, request)
+
+
+def _truncate_wal(conn: _HeldConnection) -> None:
+    """Write the WAL back into the file and empty it, waiting at most ``SCRUB_TIMEOUT_MS`` for readers."""
+    try:
+        conn.execute(f"PRAGMA busy_timeout={SCRUB_TIMEOUT_MS}")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error as exc:  # a reader or writer held on: SQLite checkpoints the WAL later, as usual
+        logger.debug("the WAL of %s was left to SQLite's own checkpoint: %s", conn, exc)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 
 
 def _carry_out(conn: _HeldConnection, saver: Any, request: HeldRequest) -> Any:
@@ -156,6 +194,18 @@ def _carry_out(conn: _HeldConnection, saver: Any, request: HeldRequest) -> Any:
         return saver.put(request.config, request.checkpoint, request.metadata, request.versions)
     if isinstance(request, GetCheckpoint):
         return saver.get_tuple(request.config)
+    if isinstance(request, ListCheckpoints):
+        return list(saver.list(request.config))
+    if isinstance(request, DropCheckpoints):
+        for statement in _DROP:
+            if request.ids is None:
+                conn.execute(statement, (request.thread,))
+                continue
+            for start in range(0, len(request.ids), _CHUNK):
+                ids = request.ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(ids))
+                conn.execute(f"{statement} AND checkpoint_id IN ({marks})", (request.thread, *ids))
+        return None
     assert isinstance(request, CheckpointIds)
     (count,) = conn.execute(_COUNT, (request.thread,)).fetchone()
     if count == request.known:

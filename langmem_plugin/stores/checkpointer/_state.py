@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -79,6 +79,8 @@ class StoreState:
         self.registered: set[tuple[str, ...]] = set()
         self.heads: dict[str, str] = {}  # thread -> newest checkpoint id written (the parent of the next)
         self.folded: dict[tuple[str, ...], set[str]] = {}  # namespace -> the ids of its checkpoints applied
+        self.dropped: dict[tuple[str, ...], int] = {}  # namespace -> how many of those a purge deleted
+        self.writing: dict[str, int] = {}  # thread -> its checkpoints written but not yet acknowledged
         self.writes = 0  # records applied so far: a selection of slots holds while this has not moved
         self.vectors = VectorIndex(dims) if dims and mode != "lexical" else None
         self.lexical = SlotBM25Index() if mode != "semantic" else None
@@ -466,6 +468,18 @@ class StoreState:
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[VersionRef]:
         return list(self.versions.get((namespace, key), ()))
+
+    def forget_versions(self, namespace: tuple[str, ...], key: str, checkpoint_ids: Collection[str]) -> None:
+        """Drop the versions of an item held in ``checkpoint_ids`` (a purge removed them from the log).
+
+        Their checkpoint ids stay in :attr:`folded`, so a write's record read back by a catch-up
+        and then purged is not applied again when its writer applies it.
+        """
+        refs = [r for r in self.versions.get((namespace, key), ()) if r.checkpoint_id not in checkpoint_ids]
+        if refs:
+            self.versions[(namespace, key)] = refs
+        else:
+            self.versions.pop((namespace, key), None)
 
     def keys_ever(self, namespace: tuple[str, ...]) -> list[str]:
         return sorted(k for (ns, k) in self.versions if ns == namespace)

@@ -39,6 +39,7 @@ from langmem_plugin.stores.checkpointer._bounded import bounded
 from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
 from langmem_plugin.stores.checkpointer._log import (
+    DeleteThread,
     Embed,
     EmbedQueries,
     Exclusive,
@@ -47,6 +48,7 @@ from langmem_plugin.stores.checkpointer._log import (
     PutCheckpoint,
     Request,
 )
+from langmem_plugin.stores.checkpointer._purge import purge
 from langmem_plugin.stores.checkpointer._sqlite import SqliteWriter, sqlite_file
 
 __all__ = ["CheckpointerIndexConfig", "CheckpointerStore"]
@@ -74,8 +76,9 @@ class CheckpointerStore(CheckedStore):
 
     Args:
         checkpointer: any ``BaseCheckpointSaver`` — ``InMemorySaver``, ``SqliteSaver``,
-            ``AsyncSqliteSaver``, ``PostgresSaver``... The store never deletes its
-            threads; it shares the saver with your graphs safely (reserved thread ids).
+            ``AsyncSqliteSaver``, ``PostgresSaver``... The store deletes none but its own
+            threads (:meth:`purge_history`); it shares the saver with your graphs safely
+            (reserved thread ids).
         index: ``IndexConfig`` (``dims``, ``embed``: an ``Embeddings``, a function or a
             ``"provider:model"`` string, ``fields``) plus an optional ``mode`` and
             ``lexical_fields``. None: lexical (BM25) search over every string of a value.
@@ -91,6 +94,9 @@ class CheckpointerStore(CheckedStore):
 
     It is a :class:`~langmem_plugin.core.candidates.CandidateStore`: :meth:`search_candidates`
     gives a hybrid search its raw dense and BM25 lists, to be fused by the caller.
+
+    It keeps the history of what it deletes until :meth:`purge_history` drops it (forgetting
+    calls it after its deletes).
 
     It is a :class:`~langmem_plugin.core.bounded.BoundedStore`: over a ``SqliteSaver`` on a
     file (:meth:`from_sqlite`), :meth:`write_bounded` counts and writes in one SQLite write
@@ -387,6 +393,84 @@ class CheckpointerStore(CheckedStore):
         """Async :meth:`namespace_at`."""
         return await arun_steps(_history.namespace_at(self._steps, namespace, when), self._ado)
 
+    def purge_history(
+        self,
+        namespaces: Iterable[tuple[str, ...]] = (),
+        *,
+        keys: Iterable[tuple[tuple[str, ...], str]] = (),
+    ) -> int:
+        """Remove old versions from the checkpointer: each item named keeps only its current version.
+
+        What forgetting calls after its deletes (``Memory.forget_user``, ``forget``,
+        ``forget_about``), so that a deleted item's text is not kept in its history.
+
+        Args:
+            namespaces: each namespace, and every namespace below it (whole labels), entirely:
+                every item ever written there keeps only its current version, and a deleted one
+                leaves nothing. A namespace left with nothing loses its checkpoint thread and its
+                entry in the store's registry.
+            keys: ``(namespace, key)`` of single items, purged alike; the other items of their
+                namespaces keep their history.
+
+        Returns:
+            How many versions were removed (a deletion counts, as in :meth:`history`).
+
+        After it, :meth:`history` lists only the current version of each item named (nothing
+        for a deleted one); :meth:`restore`, :meth:`rollback` and :meth:`namespace_at` see no
+        further back. Each checkpoint that held a removed version is written again without it,
+        under its own id (other items keep their history), or deleted when nothing is left.
+
+        - Over a ``SqliteSaver`` on a file (:meth:`from_sqlite`): one SQLite write transaction,
+          on the store's own connection to the file, after reading what other writers added to
+          the namespaces; it commits entirely or not at all. That connection overwrites what it
+          deletes with zeros (``PRAGMA secure_delete=ON``), and the WAL is written back into the
+          file and truncated afterwards (when no reader holds it). Copies SQLite made inside
+          pages earlier (the slack a page split leaves) go only with a ``VACUUM`` of the file.
+        - Over any other saver: the checkpoints are written again one by one, oldest first;
+          each item reads as before at every step, so a purge cut short (an error, a crash)
+          loses nothing and running it again finishes it. An emptied namespace's thread goes
+          with ``delete_thread``. ``InMemorySaver`` and ``PostgresSaver`` keep each value as a
+          separate blob, which a checkpoint written again does not delete: a removed version
+          (and a removed namespace's registry entry) stays in their storage, out of reach of
+          every read, until its thread is deleted (an emptied namespace's is).
+
+        A write to a namespace while it is purged is kept; a namespace with a write in flight
+        keeps its thread. Over savers other than a SQLite file, a write that starts in an
+        emptied namespace just as its thread is deleted can be lost from the saver (this
+        process still reads it): purge a namespace nothing is writing to (``forget_user``
+        drops the user's pending writes first).
+
+        Raises:
+            InvalidNamespaceError: a namespace is not a non-empty tuple of labels.
+            InvalidValueError: a key is not a string.
+            StoreError: the checkpointer failed; what was done stays done, nothing is lost.
+
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> store = CheckpointerStore(InMemorySaver())
+        >>> store.put(("users", "u1"), "tea", {"text": "likes green tea"})
+        >>> store.put(("users", "u1"), "tea", {"text": "prefers black tea now"})
+        >>> store.purge_history(keys=[(("users", "u1"), "tea")])
+        1
+        >>> [v.value for v in store.history(("users", "u1"), "tea")]
+        [{'text': 'prefers black tea now'}]
+        """
+        return self._run_sync(self._purge(namespaces, keys))
+
+    async def apurge_history(
+        self,
+        namespaces: Iterable[tuple[str, ...]] = (),
+        *,
+        keys: Iterable[tuple[tuple[str, ...], str]] = (),
+    ) -> int:
+        """Async :meth:`purge_history`."""
+        return await arun_steps(self._purge(namespaces, keys), self._ado)
+
+    def _purge(
+        self, namespaces: Iterable[tuple[str, ...]], keys: Iterable[tuple[tuple[str, ...], str]]
+    ) -> Steps[Request, int]:
+        transaction = self._sqlite_writer() is not None
+        return purge(self._steps, list(namespaces), list(keys), transaction=transaction)
+
     # ------------------------------------------------------------------ the I/O, sync and async
 
     def _check_sync(self) -> None:
@@ -413,7 +497,7 @@ class CheckpointerStore(CheckedStore):
 
     def _do(self, request: Request) -> Any:
         if isinstance(request, Exclusive):
-            return self._require_shared().run(request.steps, lock=request.lock)
+            return self._require_shared().run(request.steps, lock=request.lock, scrub=request.scrub)
         if isinstance(request, Embed):
             return self._require_embeddings().embed_documents(request.texts)
         if isinstance(request, EmbedQueries):
@@ -425,6 +509,9 @@ class CheckpointerStore(CheckedStore):
                 return saver.put(request.config, request.checkpoint, request.metadata, request.versions)
             if isinstance(request, ListCheckpoints):
                 return list(saver.list(request.config))
+            if isinstance(request, DeleteThread):
+                saver.delete_thread(request.thread)
+                return None
             return saver.get_tuple(request.config)
 
     async def _ado(self, request: Request) -> Any:
@@ -444,6 +531,9 @@ class CheckpointerStore(CheckedStore):
                     )
                 elif isinstance(request, ListCheckpoints):
                     result = [t async for t in saver.alist(request.config)]
+                elif isinstance(request, DeleteThread):
+                    await saver.adelete_thread(request.thread)
+                    result = None
                 else:
                     result = await saver.aget_tuple(request.config)
         except StoreError as exc:
@@ -480,7 +570,7 @@ def _embeddings(embed: Any) -> Embeddings:
 
 @contextmanager
 def _translated(
-    saver: BaseCheckpointSaver[Any], request: PutCheckpoint | ListCheckpoints | GetCheckpoint
+    saver: BaseCheckpointSaver[Any], request: PutCheckpoint | ListCheckpoints | GetCheckpoint | DeleteThread
 ) -> Iterator[None]:
     """Turn a checkpointer's exception into a StoreError naming the saver, the operation and the thread."""
     try:
@@ -492,6 +582,10 @@ def _translated(
             PutCheckpoint: "write a checkpoint",
             ListCheckpoints: "list checkpoints",
             GetCheckpoint: "read a checkpoint",
+            DeleteThread: "delete the thread",
         }[type(request)]
-        thread = request.config["configurable"]["thread_id"]
+        if isinstance(request, DeleteThread):
+            thread = request.thread
+        else:
+            thread = request.config["configurable"]["thread_id"]
         raise StoreError(f"{type(saver).__name__} failed to {what} of thread {thread!r}: {exc}") from exc

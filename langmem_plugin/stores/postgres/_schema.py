@@ -9,7 +9,11 @@ migrations, recorded in ``langmem_store_migrations`` beside LangGraph's ``store_
    weights) and ``store.ttl_exact double precision`` (the TTL in minutes, unrounded);
 1. a GIN index on ``store.lexical_terms`` (the lexical candidates and the document frequencies);
 2. with an index: a ``text_pattern_ops`` index on ``store_vectors.prefix`` (the dense scan of one
-   namespace).
+   namespace);
+3. with an index: ``langmem_store_embedder``, one row naming the embedder that made the vectors
+   (``core.embeddings.embedder_id``) and their dims, recorded and checked as
+   :mod:`langmem_plugin.stores._embedder` says. A database set up by an earlier version opens
+   without it (nothing recorded, nothing checked) until ``setup()`` runs again.
 
 LangGraph's own ``PostgresStore`` keeps working on the same tables (it ignores the new columns).
 """
@@ -23,7 +27,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from langmem_plugin.errors import ConfigurationError, StoreConfigMismatchError, StoreError
 
-__all__ = ["MIGRATIONS", "VECTOR_MIGRATIONS", "check_statements", "redacted", "translated"]
+__all__ = [
+    "EMBEDDER_STATEMENTS",
+    "MIGRATIONS",
+    "VECTOR_MIGRATIONS",
+    "VECTOR_REQUIRED",
+    "check_statements",
+    "redacted",
+    "translated",
+]
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -38,7 +50,35 @@ MIGRATIONS: tuple[str, ...] = (
 #: Applied only when the store has an index (``store_vectors`` exists then).
 VECTOR_MIGRATIONS: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS store_vectors_prefix_idx ON store_vectors (prefix text_pattern_ops)",
+    """
+    CREATE TABLE IF NOT EXISTS langmem_store_embedder (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        embedder text NOT NULL,
+        dims integer NOT NULL,
+        recorded_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
 )
+
+#: The vector migration a database must have for this version to open it: the embedder table
+#: (migration 1) is not required, so a database set up by an earlier version keeps working.
+VECTOR_REQUIRED = 0
+
+#: How ``langmem_store_embedder`` is written and read: at ``setup()`` when the database holds no
+#: vector yet (``at_setup``), with the first vectors written while it names none (``record``,
+#: then ``read`` in the same transaction, so a concurrent first writer is seen), on open (``read``).
+EMBEDDER_STATEMENTS = {
+    "at_setup": """
+        INSERT INTO langmem_store_embedder (embedder, dims)
+        SELECT %(embedder)s, %(dims)s WHERE NOT EXISTS (SELECT 1 FROM store_vectors)
+        ON CONFLICT DO NOTHING
+    """,
+    "record": """
+        INSERT INTO langmem_store_embedder (embedder, dims) VALUES (%(embedder)s, %(dims)s)
+        ON CONFLICT DO NOTHING
+    """,
+    "read": "SELECT embedder FROM langmem_store_embedder",
+}
 
 #: The version table and the migrations recorded in it (``kind`` is ``lexical`` or ``vector``).
 VERSION_TABLE = """
@@ -56,7 +96,8 @@ def check_statements() -> dict[str, str]:
         "tables": """
             SELECT to_regclass('store') IS NOT NULL AS store,
                    to_regclass('store_vectors') IS NOT NULL AS vectors,
-                   to_regclass('langmem_store_migrations') IS NOT NULL AS ours
+                   to_regclass('langmem_store_migrations') IS NOT NULL AS ours,
+                   to_regclass('langmem_store_embedder') IS NOT NULL AS embedder
         """,
         "versions": "SELECT kind, max(v) AS v FROM langmem_store_migrations GROUP BY kind",
         "dims": """

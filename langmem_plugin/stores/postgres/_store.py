@@ -20,6 +20,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits, overflow, room
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
+from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError, StoreError
 from langmem_plugin.stores._common import (
@@ -30,6 +31,7 @@ from langmem_plugin.stores._common import (
     search_sort_key,
     utc_clock,
 )
+from langmem_plugin.stores._embedder import check_embedder
 from langmem_plugin.stores._validation import (
     CheckedStore,
     final_puts,
@@ -98,6 +100,10 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         clock: the time (aware UTC) every write and expiry uses; for tests.
 
     The constructor does no I/O; :meth:`setup` migrates, :meth:`check` verifies.
+
+    The embedder is part of the store (``stores._embedder``): the database names it when
+    :meth:`setup` finds no vector yet, or with the first vectors a known embedder writes;
+    :meth:`check` refuses another (:class:`~langmem_plugin.errors.EmbedderMismatchError`).
     """
 
     supports_ttl: bool = True
@@ -133,6 +139,9 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         self._io_lock = threading.Lock()
         self._verdicts = Verdicts()
         self._checked = False
+        self._embedder = embedder_id(self.embeddings) if index else None
+        # set by check(): the database has the embedder table and it names no embedder yet
+        self._embedder_unrecorded = False
 
     # ------------------------------------------------------------------ opening
 
@@ -158,6 +167,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
                 there (with an index); the schema is missing or older than this version
                 (``setup=True`` fixes it).
             StoreConfigMismatchError: the database's vectors have other dims than ``index``.
+            EmbedderMismatchError: the database's vectors were made by another embedder.
         """
         target = _schema.redacted(conn_string)
         kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
@@ -213,11 +223,14 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
                 for v, sql in enumerate(migrations[done + 1 :], start=done + 1):
                     conn.execute(sql)
                     conn.execute("INSERT INTO langmem_store_migrations (kind, v) VALUES (%s, %s)", (kind, v))
+            if self.index_config and self._embedder is not None:
+                conn.execute(_schema.EMBEDDER_STATEMENTS["at_setup"], self._embedder_row())
         self._checked = False
 
     def check(self, target: str = "") -> None:
         """Verify the database serves this store: pgvector (with an index), the schema at this
-        version, the vector dims. Raises what :meth:`from_conn_string` lists; no I/O on success later."""
+        version, the vector dims and the embedder. Raises what :meth:`from_conn_string` lists; no
+        I/O on success later."""
         queries = _schema.check_statements()
         with self._connection() as conn, _schema.translated("check the database", target):
             if self.index_config:
@@ -231,17 +244,31 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             if versions.get("lexical", -1) < len(_schema.MIGRATIONS) - 1:
                 raise _schema.schema_error("is older than this version")
             if self.index_config:
-                if (
-                    not _col(tables, "vectors")
-                    or versions.get("vector", -1) < len(_schema.VECTOR_MIGRATIONS) - 1
-                ):
+                if not _col(tables, "vectors") or versions.get("vector", -1) < _schema.VECTOR_REQUIRED:
                     raise _schema.schema_error("has no vector tables yet, or older ones")
                 row = conn.execute(queries["dims"]).fetchone()
                 dims = int(self.index_config["dims"])
                 found = str(_col(row, "type")) if row else ""
                 if found != f"{self._vector_type}({dims})":
                     raise _schema.dims_mismatch(found, dims, self._vector_type)
+                table = bool(_col(tables, "embedder"))  # absent until setup() runs on an older database
+                named = self._check_embedder(conn.cursor(row_factory=dict_row), target) if table else None
+                self._embedder_unrecorded = table and named is None and self._embedder is not None
         self._checked = True
+
+    def _embedder_row(self) -> dict[str, Any]:
+        return {"embedder": self._embedder, "dims": int(cast(Any, self.index_config)["dims"])}
+
+    def _check_embedder(self, cur: psycopg.Cursor[Any], target: str = "") -> str | None:
+        """The embedder the database names (None: none), checked against this store's."""
+        row = cur.execute(_schema.EMBEDDER_STATEMENTS["read"]).fetchone()
+        where = f"the Postgres store at {target}" if target else "this Postgres store's database"
+        return check_embedder(where, row["embedder"] if row else None, self._embedder)
+
+    def _record_embedder(self, cur: psycopg.Cursor[Any]) -> None:
+        """Name this store's embedder in the write's transaction (another one named meanwhile refuses)."""
+        cur.execute(_schema.EMBEDDER_STATEMENTS["record"], self._embedder_row())
+        self._check_embedder(cur)
 
     def _require_vector(self, conn: psycopg.Connection[Any], *, create: bool = True) -> None:
         queries = _schema.check_statements()
@@ -293,6 +320,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             winners, self._fields, self._lexical_fields, self._encoder, indexed=self.index_config is not None
         )
         vectors = self._embed([text for row in rows for _, text in row.texts])
+        record = bool(vectors) and self._embedder_unrecorded
         searches = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp)]
         queries = [op.query for _, op in searches if op.query and self.index_config]
         query_vectors: dict[str, list[float]] = {}
@@ -308,7 +336,9 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             # statements is atomic; writes commit together, or not at all
             transaction = conn.transaction() if writes else contextlib.nullcontext()
             with transaction:
-                self._batch_io(conn, ops, results, query_vectors, now, writes, winners)
+                self._batch_io(conn, ops, results, query_vectors, now, writes, winners, record=record)
+        if record:
+            self._embedder_unrecorded = False
         return results
 
     def _batch_io(
@@ -320,9 +350,13 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         now: datetime,
         writes: list[tuple[str, list[dict[str, Any]]]],
         winners: list[PutOp],
+        *,
+        record: bool,
     ) -> None:
         cur = conn.cursor(row_factory=dict_row)
         self._reads(cur, ops, results, query_vectors, now)
+        if record:
+            self._record_embedder(cur)
         if writes:
             self._lock_namespaces(cur, [op.namespace for op in winners if op.value is not None], set())
             for statement, params in writes:
@@ -516,9 +550,12 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             winners, self._fields, self._lexical_fields, self._encoder, indexed=self.index_config is not None
         )
         vectors = self._embed([text for row in rows for _, text in row.texts])
+        record = bool(vectors) and self._embedder_unrecorded
         now = self._clock()
         with self._connection() as conn, _schema.translated("write within an item limit"), conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
+            if record:
+                self._record_embedder(cur)
             bounded = {tuple(b.namespace) for b in write.bounds}
             self._lock_namespaces(cur, [op.namespace for op in winners], bounded)
             evictions: list[PutOp] = []
@@ -542,6 +579,8 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
                 has_vectors=self.index_config is not None,
             ):
                 cur.executemany(statement, params)
+        if record:
+            self._embedder_unrecorded = False
         return evictions
 
     async def awrite_bounded(self, write: BoundedWrite) -> list[PutOp]:

@@ -3,7 +3,9 @@
 Layout of ``path``: ``.lock`` (see :mod:`._lock`), ``store.json`` (the
 format and what decides what is stored: the dense dimension, the embedded
 ``fields`` and the ``lexical_fields``; reopening with other values is a
-:class:`~langmem_plugin.errors.StoreConfigMismatchError`) and ``shard/``
+:class:`~langmem_plugin.errors.StoreConfigMismatchError`; and the ``embedder``
+that made the vectors, recorded and checked as :mod:`langmem_plugin.stores._embedder`
+says: another known one is an :class:`~langmem_plugin.errors.EmbedderMismatchError`) and ``shard/``
 (Qdrant Edge's files: WAL, segments, indexes). Every update is in the WAL
 before it returns; ``durable=True`` also fsyncs (``flush``) after each write
 batch, which only a power loss needs.
@@ -59,6 +61,7 @@ from langmem_plugin.errors import (
     StoreConfigMismatchError,
     StoreError,
 )
+from langmem_plugin.stores._embedder import check_embedder
 from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry_of, uuid_key
 from langmem_plugin.stores.qdrant._calls import (
     Count,
@@ -110,6 +113,7 @@ class EdgeEngine:
         optimize_every: build the HNSW index once this many points were written since the last
             build (None: only when :meth:`optimize` is called).
         cache_items: how many points' payloads to keep in process (:mod:`._cache`; 0: none).
+        embedder: the ``embedder_id`` of the store's embedder (None: unknown, or no index).
     """
 
     def __init__(
@@ -123,8 +127,12 @@ class EdgeEngine:
         lexical_fields: tuple[str, ...] | None = None,
         optimize_every: int | None = OPTIMIZE_EVERY,
         cache_items: int = CACHE_ITEMS,
+        embedder: str | None = None,
     ) -> None:
         self.path = path
+        self.embedder = embedder
+        #: The embedder ``store.json`` names (None: none recorded yet).
+        self.recorded_embedder: str | None = None
         self.dims = dims
         self.durable = durable
         self.filter_indexes = filter_indexes
@@ -173,6 +181,7 @@ class EdgeEngine:
             "dims": self.dims,
             "fields": list(self.fields) if self.fields is not None else None,
             "lexical_fields": list(self.lexical_fields) if self.lexical_fields is not None else None,
+            "embedder": self.recorded_embedder,
             "pending": self._pending,
         }
 
@@ -210,6 +219,8 @@ class EdgeEngine:
                     f"fix: open it with index {name}={shown_then!r}, or export it (export_jsonl) and import "
                     "it into a new store with the new index config, which re-indexes every item."
                 )
+        where = f"the store at {self.path}"
+        self.recorded_embedder = check_embedder(where, meta.get("embedder"), self.embedder)
 
     def _load(self, *, compact: bool = False) -> qe.EdgeShard:
         """Load the shard with this engine's optimizer settings (``compact``: uncapped)."""
@@ -237,6 +248,7 @@ class EdgeEngine:
             shard.flush()
         except Exception as exc:
             raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
+        self.recorded_embedder = self.embedder
         self._write_meta()
         return shard
 
@@ -280,6 +292,7 @@ class EdgeEngine:
                 shard.update(qe.UpdateOperation.upsert_points([self._point(p) for p in call.points]))
                 self.cache.written((uuid_key(p.id), entry_of(p.id, p.payload)) for p in call.points)
             self._written(shard)
+            self._record_embedder(call.points)
             self._pending += len(call.points)
             if self.optimize_every is not None and self._pending >= self.optimize_every:
                 self._build(shard)
@@ -398,6 +411,15 @@ class EdgeEngine:
         if self.cache.enabled:
             self._keep(hits, generation)
         return hits
+
+    def _record_embedder(self, points: Sequence[PointData]) -> None:
+        """With the first vectors written into a store that names no embedder, name this one."""
+        if self.recorded_embedder is not None or self.embedder is None or not any(p.dense for p in points):
+            return
+        with self._guard:
+            if self.recorded_embedder is None:
+                self.recorded_embedder = self.embedder
+                self._write_meta()
 
     def _written(self, shard: qe.EdgeShard) -> None:
         if self.durable:

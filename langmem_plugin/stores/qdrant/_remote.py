@@ -22,6 +22,12 @@ multi-text item). A collection created by an earlier version (one MaxSim
 multivector ``dense`` per point, format 1) is recognised by its vector config
 and refused with a :class:`~langmem_plugin.errors.StoreConfigMismatchError`.
 
+The embedder that made the vectors is recorded in the collection's metadata
+(``{"langmem_plugin": {"embedder": ..., "dims": ...}}``, Qdrant 1.16+) and checked on
+open as :mod:`langmem_plugin.stores._embedder` says; a collection that names none
+gets one with the first vectors a known embedder writes (``update_collection``: a
+client that only reads never writes the metadata).
+
 The engine opens in ``QdrantStore.setup()`` (or on first use), not in the
 store's constructor: a server may be slow or briefly away, and the constructor
 should not wait on the network; the embedded engine opens at construction.
@@ -58,6 +64,7 @@ from langmem_plugin.errors import (
     StoreConfigMismatchError,
     StoreError,
 )
+from langmem_plugin.stores._embedder import check_embedder
 from langmem_plugin.stores.qdrant._calls import (
     Count,
     Delete,
@@ -79,10 +86,13 @@ from langmem_plugin.stores.qdrant._calls import (
 from langmem_plugin.stores.qdrant._filters import Filter, Match, MatchAny, Range
 from langmem_plugin.stores.qdrant._layout import DENSE, DENSE_MULTI, SPARSE, FilterIndexType, dense_layout
 
-__all__ = ["MIN_SERVER", "ClientEngine", "Retries", "is_local", "is_transient"]
+__all__ = ["METADATA_KEY", "MIN_SERVER", "ClientEngine", "Retries", "is_local", "is_transient"]
 
 #: The oldest Qdrant server QdrantStore works with.
 MIN_SERVER = (1, 16)
+
+#: The key of the collection's metadata where the store records its embedder and dims.
+METADATA_KEY = "langmem_plugin"
 
 _RETRIED_STATUS = frozenset({429, 502, 503, 504})
 
@@ -189,6 +199,7 @@ class ClientEngine:
         owns: close the clients on :meth:`close`.
         filter_indexes: payload indexes for value keys.
         retries: what to do when a call fails in transport (:class:`Retries`).
+        embedder: the ``embedder_id`` of the store's embedder (None: unknown, or no index).
     """
 
     def __init__(
@@ -201,7 +212,11 @@ class ClientEngine:
         owns: bool,
         filter_indexes: tuple[tuple[str, FilterIndexType], ...] = (),
         retries: Retries | None = None,
+        embedder: str | None = None,
     ) -> None:
+        self.embedder = embedder
+        #: The embedder the collection's metadata names (None: none recorded yet).
+        self.recorded_embedder: str | None = None
         self.filter_indexes = filter_indexes
         self.retries = retries or Retries()
         self.client = client
@@ -281,7 +296,9 @@ class ClientEngine:
             self.collection,
             vectors_config=vectors,
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            metadata=self._metadata() if self.embedder is not None else None,
         )
+        self.recorded_embedder = self.embedder
         if self.local:
             return  # local mode ignores payload indexes (and warns)
         schemas: list[tuple[str, Any]] = [
@@ -317,6 +334,27 @@ class ClientEngine:
                 f"opened with dims={self.dims!r} (from the IndexConfig; None: no index). Fix: use the same "
                 "IndexConfig, or another collection name."
             )
+        ours = (info.config.metadata or {}).get(METADATA_KEY)
+        recorded = ours.get("embedder") if isinstance(ours, dict) else None
+        where = f"the Qdrant collection {self.collection!r}"
+        self.recorded_embedder = check_embedder(where, recorded, self.embedder)
+
+    def _metadata(self) -> dict[str, Any]:
+        """The collection metadata that records this store's embedder and dims."""
+        return {METADATA_KEY: {"embedder": self.embedder, "dims": self.dims}}
+
+    def _records_embedder(self, call: EngineCall) -> bool:
+        """Whether ``call`` writes the first vectors of a known embedder into a collection naming none."""
+        return (
+            self.recorded_embedder is None
+            and self.embedder is not None
+            and isinstance(call, Upsert)
+            and any(p.dense for p in call.points)
+        )
+
+    def _record_request(self) -> Request:
+        kwargs = {"collection_name": self.collection, "metadata": self._metadata()}
+        return "update_collection", kwargs, lambda _: None
 
     def _request(self, call: EngineCall) -> Request:
         name = self.collection
@@ -451,7 +489,25 @@ class ClientEngine:
 
     def execute(self, call: EngineCall) -> Any:
         """Carry out one call with the sync client, retrying transient failures."""
-        method, kwargs, post = self._request(call)
+        result = self._run(self._request(call))
+        if self._records_embedder(call):
+            self._run(self._record_request())
+            self.recorded_embedder = self.embedder
+        return result
+
+    async def aexecute(self, call: EngineCall) -> Any:
+        """Carry out one call with the async client (or the sync one in an executor), retrying alike."""
+        if self.aclient is None:
+            return await run_in_executor(None, self.execute, call)
+        result = await self._arun(self._request(call))
+        if self._records_embedder(call):
+            await self._arun(self._record_request())
+            self.recorded_embedder = self.embedder
+        return result
+
+    def _run(self, request: Request) -> Any:
+        """Make one request with the sync client, retrying transient failures."""
+        method, kwargs, post = request
         retry = 0
         while True:
             try:
@@ -462,11 +518,10 @@ class ClientEngine:
                 self._failed(method, exc, retry)
                 time.sleep(self.retries.delay(retry))
 
-    async def aexecute(self, call: EngineCall) -> Any:
-        """Carry out one call with the async client (or the sync one in an executor), retrying alike."""
-        if self.aclient is None:
-            return await run_in_executor(None, self.execute, call)
-        method, kwargs, post = self._request(call)
+    async def _arun(self, request: Request) -> Any:
+        """Make one request with the async client, retrying alike."""
+        assert self.aclient is not None
+        method, kwargs, post = request
         retry = 0
         while True:
             try:

@@ -22,6 +22,7 @@ from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
+from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores._common import TTLSweeper
@@ -74,16 +75,25 @@ class QdrantStore(CheckedStore):
     Opening. An embedded store opens at construction: the constructor takes the
     directory's lock and loads the shard, so a path another store holds fails
     right there with :class:`~langmem_plugin.errors.StoreLockedError` (its
-    message says whether the holder is this process or another one), and a
+    message says whether the holder is this process or another one), a
     reopen with another index config (``dims``, ``fields``, ``lexical_fields``)
-    with :class:`~langmem_plugin.errors.StoreConfigMismatchError` — not at some
-    later first get or put. This is the one exception to "constructors do no
+    with :class:`~langmem_plugin.errors.StoreConfigMismatchError`, and one with
+    another embedder with :class:`~langmem_plugin.errors.EmbedderMismatchError` —
+    not at some later first get or put. This is the one exception to "constructors do no
     I/O": a store object that exists but cannot be used would only move the
     error away from its cause. A server store (``url``/``client``/``":memory:"``)
     does no I/O in the constructor: it connects, checks the server and creates
     the collection in :meth:`setup`, or on first use. Either way the TTL sweeper
     starts in :meth:`setup` (or on first use), and :meth:`close` (or leaving a
     ``with`` block) releases the store; after a close, the next use opens it again.
+
+    The embedder is part of the store: the store records what names it
+    (:func:`~langmem_plugin.core.embeddings.embedder_id`) beside its dims — in
+    ``store.json``, or in a server collection's metadata — when it is created (or, in a
+    store that names none yet, with the first vectors a known embedder writes), and
+    refuses another known embedder (checked where the layout is: at construction
+    embedded, in :meth:`setup` on a server). An unknown embedder (a plain function) is
+    neither recorded nor checked.
 
     Search: with an ``index`` (LangGraph's ``IndexConfig``: ``dims``, ``embed`` as an
     ``Embeddings``, a function or a ``"provider:model"`` string — default the offline
@@ -140,6 +150,8 @@ class QdrantStore(CheckedStore):
         StoreLockedError: embedded: another store holds the path (in this process or another).
         StoreConfigMismatchError: embedded: the directory was written with another index config,
             or by an earlier version in format 1.
+        EmbedderMismatchError: embedded: the directory was written with another embedder (a
+            subclass of StoreConfigMismatchError; on a server, raised by :meth:`setup`).
     """
 
     supports_ttl = True
@@ -167,6 +179,7 @@ class QdrantStore(CheckedStore):
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self._config, self._embeddings = batch_config(index, search, ttl)
+        embedder = embedder_id(self._embeddings)
         self._verdicts = TermVerdicts()  # shared with views: same data
         knobs = tuning(options)
         self._clock = knobs.clock
@@ -184,6 +197,7 @@ class QdrantStore(CheckedStore):
                 lexical_fields=self._config.lexical_fields,
                 optimize_every=knobs.optimize_every,
                 cache_items=knobs.cache_items,
+                embedder=embedder,
             )
         else:
             from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -206,6 +220,7 @@ class QdrantStore(CheckedStore):
                 owns=owns,
                 filter_indexes=knobs.filter_indexes,
                 retries=Retries(retries=knobs.retries),
+                embedder=embedder,
             )
         self._sweeper = (
             TTLSweeper(self.sweep_ttl, self._config.ttl.sweep_interval_minutes)
