@@ -5,8 +5,9 @@ to open with another known one — an ``EmbedderMismatchError`` naming both and 
 of answering one model's queries with another model's vectors. A store made before identities
 were recorded keeps working and names its embedder with the first vectors written; an unknown
 embedder (a plain function) is neither recorded nor checked. QdrantStore embedded, through
-qdrant-client (its local mode, and a server when ``QDRANT_URL`` is set), and PostgresMemoryStore
-(on the temporary Postgres of ``tests/postgres_server.py``; skipped when none can start).
+qdrant-client (its local mode, and a server when ``QDRANT_URL`` is set), PostgresMemoryStore
+(on the temporary Postgres of ``tests/postgres_server.py``; skipped when none can start), and
+CheckpointerStore (each put record names its embedder; a SQLite file, and any other saver).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,9 +24,13 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
 from langgraph.store.base.embed import ensure_embeddings
 
-from langmem_plugin import Memory, MiniLMEmbeddings, QdrantStore, memory_index
+from langmem_plugin import CheckpointerStore, Memory, MiniLMEmbeddings, QdrantStore, memory_index
+from langmem_plugin.core.bounded import Bound, BoundedWrite
 from langmem_plugin.core.embeddings import (
     DEFAULT_EMBEDDINGS,
     INT8_EMBEDDINGS,
@@ -33,6 +39,7 @@ from langmem_plugin.core.embeddings import (
     resolve_embeddings,
 )
 from langmem_plugin.errors import ConfigurationError, EmbedderMismatchError, StoreConfigMismatchError
+from langmem_plugin.stores.checkpointer._log import namespace_thread, thread_config
 from langmem_plugin.testing import FakeEmbeddings
 from tests.postgres_server import pgvector_url  # noqa: F401  (fixture)
 
@@ -360,3 +367,152 @@ def test_postgres_unknown_embedders_and_two_first_writers(database: str) -> None
     with _pg(database, _unknown(16)) as store:  # unknown: unchecked
         store.put(NS, "d", {"content": "rooibos"})
         assert len(store.search(NS, query="tea")) == 3
+
+
+# --------------------------------------------------------------------------- CheckpointerStore
+
+
+def _put_records(saver: BaseCheckpointSaver[Any], namespace: tuple[str, ...] = NS) -> list[dict[str, Any]]:
+    """Every put record of ``namespace`` in the log of the store called ``"store"``, oldest first."""
+    saved = sorted(
+        saver.list(thread_config(namespace_thread("store", namespace))), key=lambda t: t.checkpoint["id"]
+    )
+    return [r for t in saved for r in t.checkpoint["channel_values"].values() if r["op"] == "put"]
+
+
+def _checkpoints(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+    return int(count)
+
+
+def test_a_checkpointer_file_refuses_another_embedder_and_opens_with_its_own(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    path = tmp_path / "memory.db"
+    with CheckpointerStore.from_sqlite(path, index=memory_index(MiniLMEmbeddings())) as store:
+        store.put(NS, "tea", {"content": "Sam drinks green tea every morning"})
+        store.put(NS, "bare", {"content": "not indexed"}, index=False)
+        tea, bare = _put_records(store.checkpointer)
+    assert (tea["embedder"], tea["dims"], tea["fields"]) == (DEFAULT_EMBEDDINGS, 384, ["content"])
+    assert "embedder" not in bare  # no vectors, nothing named
+    written = _checkpoints(path)
+    # the int8 products are another embedder of the same dims: refused when the log is read
+    # (setup, or the first call), before anything is embedded
+    with CheckpointerStore.from_sqlite(path, index=memory_index(MiniLMEmbeddings(quantized=True))) as store:
+        with pytest.raises(EmbedderMismatchError) as caught:
+            store.setup()
+        message = str(caught.value)
+        assert f"the CheckpointerStore at {os.path.realpath(path)} was written with the embedder " in message
+        assert "'local:all-MiniLM-L6-v2' but is opened with 'local:all-MiniLM-L6-v2-int8'" in message
+        assert "embeddings='local:all-MiniLM-L6-v2'" in message  # the fix, as a spec string
+        assert "copy_items" in message
+        assert (caught.value.written_with, caught.value.opened_with) == (DEFAULT_EMBEDDINGS, INT8_EMBEDDINGS)
+        # the store stays refused: every call raises again, and none writes
+        with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2-int8"):
+            store.get(NS, "tea")
+        with pytest.raises(EmbedderMismatchError):
+            store.put(NS, "coffee", {"content": "and black coffee"})
+    assert _checkpoints(path) == written
+    # its own embedder opens it, and it answers
+    with CheckpointerStore.from_sqlite(path, index=memory_index("local:all-MiniLM-L6-v2")) as store:
+        assert store.search(NS, query="what does Sam drink?")[0].key == "tea"
+
+
+async def test_any_saver_refuses_another_embedder_sync_and_async() -> None:
+    saver = InMemorySaver()
+    store = CheckpointerStore(saver, index=_index(FakeEmbeddings(16), 16))
+    store.put(NS, "a", {"content": "green tea"})
+    assert _put_records(saver)[0]["embedder"] == FAKE
+    with pytest.raises(EmbedderMismatchError) as caught:
+        await CheckpointerStore(saver, index=_index(FakeEmbeddings(16, hashes_per_word=3), 16)).asetup()
+    assert str(caught.value).startswith(
+        f"the CheckpointerStore over InMemorySaver was written with the embedder {FAKE!r}"
+    )
+    assert (caught.value.written_with, caught.value.opened_with) == (FAKE, OTHER_FAKE)
+    with pytest.raises(EmbedderMismatchError):
+        CheckpointerStore(saver, index=_index(FakeEmbeddings(16, hashes_per_word=3), 16)).search(
+            NS, query="tea"
+        )
+    # another store on the same saver (its own name, its own log) is not concerned
+    other = CheckpointerStore(saver, index=_index(FakeEmbeddings(16, hashes_per_word=3), 16), name="notes")
+    await other.aput(NS, "b", {"content": "black coffee"})
+    with pytest.raises(EmbedderMismatchError, match="the CheckpointerStore 'notes' over InMemorySaver"):
+        CheckpointerStore(saver, index=_index(FakeEmbeddings(16), 16), name="notes").setup()
+    same = CheckpointerStore(saver, index=_index(FakeEmbeddings(16), 16))
+    assert [i.key for i in await same.asearch(NS, query="tea")] == ["a"]
+
+
+def test_a_checkpointer_log_from_before_identities_or_an_unknown_embedder_keeps_working(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    path = tmp_path / "memory.db"
+    # an unknown embedder writes records that name none: what an earlier version wrote
+    with CheckpointerStore.from_sqlite(path, index=_index(_unknown(16), 16)) as store:
+        store.put(NS, "old", {"content": "green tea, written before embedders were recorded"})
+        assert "embedder" not in _put_records(store.checkpointer)[0]
+    # a known embedder opens it (nothing to check), reuses its vectors, and names its own writes
+    with CheckpointerStore.from_sqlite(path, index=_index(FakeEmbeddings(16), 16)) as store:
+        assert [i.key for i in store.search(NS, query="green tea")] == ["old"]
+        store.put(NS, "new", {"content": "black coffee, written after"})
+        assert [r.get("embedder") for r in _put_records(store.checkpointer)] == [None, FAKE]
+    # from then on another known embedder is refused
+    with (
+        CheckpointerStore.from_sqlite(path, index=_index(FakeEmbeddings(16, hashes_per_word=3), 16)) as store,
+        pytest.raises(EmbedderMismatchError, match="hashes_per_word=3"),
+    ):
+        store.setup()
+    # and an unknown one is not checked: it opens, writes (naming nothing) and searches
+    with CheckpointerStore.from_sqlite(path, index=_index(_unknown(16), 16)) as store:
+        store.put(NS, "third", {"content": "oolong tea"})
+        assert len(store.search(NS, query="tea")) == 3
+        assert [r.get("embedder") for r in _put_records(store.checkpointer)] == [None, FAKE, None]
+    with CheckpointerStore.from_sqlite(path, index=_index(FakeEmbeddings(16), 16)) as store:
+        assert {i.key for i in store.search(NS, query="tea")} == {"old", "new", "third"}
+
+
+def test_a_bounded_write_refuses_what_another_embedder_wrote_meanwhile(tmp_path: Path) -> None:
+    """Two stores open on one file that names no embedder yet: the second's bounded write reads
+    the first's records in its transaction, and is refused; nothing of it is written."""
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    path = tmp_path / "memory.db"
+
+    def refuse(count: int, adding: int) -> Exception:
+        return AssertionError("no limit is reached here")
+
+    write = BoundedWrite((PutOp(NS, "b", {"content": "oolong"}),), (Bound(NS, 100, refuse),))
+    with (
+        CheckpointerStore.from_sqlite(path, index=_index(FakeEmbeddings(16), 16)) as first,
+        CheckpointerStore.from_sqlite(
+            path, index=_index(FakeEmbeddings(16, hashes_per_word=3), 16)
+        ) as second,
+    ):
+        first.setup()
+        second.setup()
+        first.put(NS, "a", {"content": "green tea"})
+        written = _checkpoints(path)
+        with pytest.raises(EmbedderMismatchError, match="hashes_per_word=3"):
+            second.write_bounded(write)
+        assert _checkpoints(path) == written
+        with pytest.raises(EmbedderMismatchError):
+            second.get(NS, "a")
+        assert [i.key for i in first.search(NS, query="tea")] == ["a"]
+
+
+def test_memory_over_a_checkpointer_file_refuses_another_embedder_at_its_first_use(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    path = tmp_path / "memory.db"
+    config: Any = {"configurable": {"user_id": "sam", "thread_id": "t1"}}
+    with CheckpointerStore.from_sqlite(path, index=memory_index(FakeEmbeddings(384))) as store:
+        memory = Memory(store=store)
+        next(t for t in memory.tools if t.name == "save_memory").invoke({"content": "Sam likes tea"}, config)
+    index = memory_index(FakeEmbeddings(384, hashes_per_word=3))
+    with CheckpointerStore.from_sqlite(path, index=index) as store:
+        memory = Memory(store=store)  # a store given to Memory is not read when it is constructed
+        with pytest.raises(
+            EmbedderMismatchError, match=r"written with the embedder 'testing:.*=2\)' but is opened"
+        ):
+            memory.recall([HumanMessage("What does Sam like?")], config)
+    with CheckpointerStore.from_sqlite(path, index=memory_index(FakeEmbeddings(384))) as store:
+        again = Memory(store=store)
+        assert "Sam likes tea" in again.recall([HumanMessage("What does Sam like?")], config).prompt

@@ -20,9 +20,11 @@ The mapping onto checkpoints
   would make every SqliteSaver put rewrite the whole namespace.)
 - a channel value is a small record: ``{"op": "put", "value": <JSON text>,
   "created_at", "updated_at", "expires_at", "ttl", "index", "vectors": <float32
-  bytes>}``, ``{"op": "delete", "at", "reason"}`` or a TTL refresh
-  ``{"op": "refresh", "of": <checkpoint id>, "expires_at"}``. Vectors are stored,
-  so reopening never re-embeds (unless the index configuration changed).
+  bytes>, "dims", "fields", "embedder"}``, ``{"op": "delete", "at", "reason"}`` or a TTL
+  refresh ``{"op": "refresh", "of": <checkpoint id>, "expires_at"}``. Vectors are stored,
+  so reopening never re-embeds (unless the index configuration changed); ``embedder``
+  names what made them (absent for an unknown embedder), and a store opened with
+  another known embedder refuses to open (``EmbedderMismatchError``).
 
 On first use the store reads the registry and each namespace thread, folds the
 log in checkpoint-id order and builds its in-process indexes; reads are then

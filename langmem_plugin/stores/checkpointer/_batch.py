@@ -17,6 +17,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, Sea
 
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.steps import Steps
+from langmem_plugin.errors import EmbedderMismatchError
 from langmem_plugin.stores._common import (
     Clock,
     TTLSettings,
@@ -33,6 +35,7 @@ from langmem_plugin.stores._common import (
     compile_filter,
     expiry,
 )
+from langmem_plugin.stores._embedder import check_embedder, embedder_mismatch
 from langmem_plugin.stores._validation import final_puts, validate_namespace, validate_op, validate_value
 from langmem_plugin.stores.checkpointer._entries import Entry, Mode
 from langmem_plugin.stores.checkpointer._log import (
@@ -51,9 +54,22 @@ from langmem_plugin.stores.checkpointer._log import (
 )
 from langmem_plugin.stores.checkpointer._state import StoreState
 
-__all__ = ["CheckpointerLogic"]
+__all__ = ["CheckpointerLogic", "OpenedWith"]
 
 _REFRESH_FRACTION = 0.01  # a read refreshes an expiry only when it moves by at least 1% of the TTL
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedWith:
+    """The embedder a store is opened with, as its put records name it (``_embedder``'s rule).
+
+    Args:
+        embedder: its ``embedder_id`` (None: unknown, or no embeddings: nothing recorded, nothing checked).
+        where: names the store for an ``EmbedderMismatchError`` (called only to raise one).
+    """
+
+    embedder: str | None
+    where: Callable[[], str]
 
 
 class CheckpointerLogic:
@@ -65,6 +81,9 @@ class CheckpointerLogic:
         ttl: the TTL settings.
         clock: returns the current time (timezone-aware UTC).
         on_load: called once the log has been read (the store starts its TTL sweeper).
+        opened_with: the store's embedder: each put record with vectors names it (``"embedder"``,
+            beside ``dims`` and ``fields``), and a record naming another known one refuses the store
+            (:meth:`fold`). Default: unknown.
     """
 
     def __init__(
@@ -78,6 +97,7 @@ class CheckpointerLogic:
         ttl: TTLSettings,
         clock: Clock,
         on_load: Callable[[], None],
+        opened_with: OpenedWith | None = None,
     ) -> None:
         self.name = name
         self.mode: Mode = mode
@@ -88,6 +108,10 @@ class CheckpointerLogic:
         self.clock = clock
         self.lock = threading.Lock()
         self.state: StoreState | None = None
+        self.opened_with = opened_with or OpenedWith(None, lambda: "the CheckpointerStore")
+        #: ``(where, written_with, opened_with)`` once a record named another embedder: every call
+        #: raises that ``EmbedderMismatchError`` again, without reading the log again.
+        self.refused: tuple[str, str, str] | None = None
         self._on_load = on_load
 
     def require_state(self) -> StoreState:
@@ -98,7 +122,14 @@ class CheckpointerLogic:
     # ------------------------------------------------------------------ open: fold the log
 
     def load(self) -> Steps[Request, None]:
-        """Read the registry and every namespace thread, fold them, build the indexes (once)."""
+        """Read the registry and every namespace thread, fold them, build the indexes (once).
+
+        Raises:
+            EmbedderMismatchError: a put record names another known embedder than the store's
+                (:meth:`fold`); nothing is written, and every later call raises it again.
+        """
+        if self.refused is not None:
+            raise embedder_mismatch(*self.refused)
         if self.state is not None:
             return
         state = StoreState(
@@ -138,21 +169,41 @@ class CheckpointerLogic:
         self._on_load()
 
     def fold(self, state: StoreState, namespace: tuple[str, ...], saved: CheckpointTuple) -> None:
-        """Apply one checkpoint of ``namespace`` read from the log (its records, with their vectors)."""
+        """Apply one checkpoint of ``namespace`` read from the log (its records, with their vectors).
+
+        A put record that names another known embedder than the store's refuses the store (an
+        ``EmbedderMismatchError``, :attr:`refused`); one that names none (written before embedders
+        were recorded, or by an unknown one), or a store whose embedder is unknown, is not checked.
+
+        Raises:
+            EmbedderMismatchError: as above; what was folded of this checkpoint is to be dropped.
+        """
         cid = saved.checkpoint["id"]
         vectors_ok = state.vectors is not None
+        opened = self.opened_with.embedder
         for key, record in saved.checkpoint["channel_values"].items():
             vectors = None
-            # vectors made with other dims or fields are not reused: finish_load embeds again
-            if (
-                vectors_ok
-                and record["op"] == "put"
-                and record.get("dims") == self.dims
-                and record.get("fields") == state.fields_for(record.get("index"))
-            ):
-                assert self.dims is not None
-                vectors = decode_vectors(record.get("vectors"), self.dims)
+            if record["op"] == "put":
+                if opened is not None and record.get("embedder", opened) != opened:
+                    self._check_embedder(record["embedder"])
+                # vectors made with other dims or fields are not reused: finish_load embeds again
+                if (
+                    vectors_ok
+                    and record.get("dims") == self.dims
+                    and record.get("fields") == state.fields_for(record.get("index"))
+                ):
+                    assert self.dims is not None
+                    vectors = decode_vectors(record.get("vectors"), self.dims)
             state.apply(namespace, key, cid, record, vectors)
+
+    def _check_embedder(self, written: object) -> None:
+        """:func:`check_embedder` of a record's embedder; a refusal is kept in :attr:`refused`."""
+        where = self.opened_with.where()
+        try:
+            check_embedder(where, written, self.opened_with.embedder)
+        except EmbedderMismatchError as error:
+            self.refused = (where, error.written_with, error.opened_with)
+            raise
 
     # ------------------------------------------------------------------ a batch
 
@@ -338,6 +389,8 @@ class CheckpointerLogic:
             record["vectors"] = encode_vectors(vectors)
             record["dims"] = self.dims
             record["fields"] = state.fields_for(record["index"])
+            if self.opened_with.embedder is not None:  # an unknown embedder names nothing
+                record["embedder"] = self.opened_with.embedder
         return Write(namespace, op.key, record, vectors, cast(dict[str, Any], op.value))
 
     # ------------------------------------------------------------------ writing

@@ -28,13 +28,13 @@ from langgraph.store.base.embed import ensure_embeddings
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
-from langmem_plugin.core.embeddings import resolve_embeddings
+from langmem_plugin.core.embeddings import embedder_id, resolve_embeddings
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
 from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, lexical_fields_of, utc_clock
 from langmem_plugin.stores._validation import CheckedStore
 from langmem_plugin.stores.checkpointer import _history
-from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic
+from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic, OpenedWith
 from langmem_plugin.stores.checkpointer._bounded import bounded
 from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
@@ -98,6 +98,15 @@ class CheckpointerStore(CheckedStore):
     It keeps the history of what it deletes until :meth:`purge_history` drops it (forgetting
     calls it after its deletes).
 
+    The embedder is part of the store (:mod:`langmem_plugin.stores._embedder`): each put record
+    names the embedder that made its vectors (:func:`~langmem_plugin.core.embeddings.embedder_id`,
+    beside their dims and fields), and opening — :meth:`setup` or the first call, which read the
+    log — raises :class:`~langmem_plugin.errors.EmbedderMismatchError` when a record names another
+    known embedder than the store's; nothing is written, and every later call raises it again.
+    Records that name none (written before embedders were recorded, or by an unknown embedder such
+    as a plain function) and a store opened with an unknown embedder are not checked: their vectors
+    are reused when their dims and fields match, as before.
+
     It is a :class:`~langmem_plugin.core.bounded.BoundedStore`: over a ``SqliteSaver`` on a
     file (:meth:`from_sqlite`), :meth:`write_bounded` counts and writes in one SQLite write
     transaction, so a compartment's item limit holds for every store object and process
@@ -140,6 +149,7 @@ class CheckpointerStore(CheckedStore):
             ttl=TTLSettings.from_config(ttl),
             clock=clock or utc_clock,
             on_load=self.start_ttl_sweeper,
+            opened_with=OpenedWith(embedder_id(self._embeddings), self._where),
         )
         self._async_native: bool | None = None
         self._sweeper: TTLSweeper | None = None
@@ -177,7 +187,12 @@ class CheckpointerStore(CheckedStore):
     # ------------------------------------------------------------------ lifecycle
 
     def setup(self) -> None:
-        """Read the log and build the indexes now (otherwise the first call does); start the sweeper."""
+        """Read the log and build the indexes now (otherwise the first call does); start the sweeper.
+
+        Raises:
+            EmbedderMismatchError: the log holds vectors of another known embedder (the class
+                docstring); the first call raises it alike without setup.
+        """
         self._run_sync(self._steps.load())
 
     async def asetup(self) -> None:
@@ -303,6 +318,14 @@ class CheckpointerStore(CheckedStore):
                 self._writer = SqliteWriter(path, self.checkpointer) if path else None
                 self._writer_known = True
             return self._writer
+
+    def _where(self) -> str:
+        """The store, as an error names it: its file over a SqliteSaver on one, else its saver."""
+        named = "" if self.name == "store" else f" {self.name!r}"
+        writer = self._sqlite_writer()
+        if writer is not None:
+            return f"the CheckpointerStore{named} at {writer.path}"
+        return f"the CheckpointerStore{named} over {type(self.checkpointer).__name__}"
 
     def _require_shared(self) -> SqliteWriter:
         writer = self._sqlite_writer()
