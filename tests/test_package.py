@@ -199,7 +199,12 @@ LAYERS = {
 }
 
 # The surfaces modules that may import the adapters: the composition root and the package.
-SURFACE_ROOTS = {"langmem_plugin.surfaces", "langmem_plugin.surfaces.memory"}
+# the composition root: memory.py and the mixins it is made of (_inspecting.py builds an Inspector)
+SURFACE_ROOTS = {
+    "langmem_plugin.surfaces",
+    "langmem_plugin.surfaces.memory",
+    "langmem_plugin.surfaces._inspecting",
+}
 
 
 @dataclass(frozen=True)

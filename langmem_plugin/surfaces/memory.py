@@ -62,13 +62,12 @@ from langmem_plugin.services.upkeep import (
 from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of, state_of
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
-from langmem_plugin.surfaces._token_usage import TokenUsage, atoken_usage, token_usage
+from langmem_plugin.surfaces._inspecting import InspectingMethods
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
     AsyncMemoryCallbackHandler,
     MemoryCallbackHandler,
 )
-from langmem_plugin.surfaces.inspector import Inspector
 from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, add_memory_agent
 from langmem_plugin.surfaces.plan_tools import create_plan_tools
 from langmem_plugin.surfaces.result_tools import create_result_tools
@@ -123,7 +122,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory(DocumentMethods):
+class Memory(DocumentMethods, InspectingMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
@@ -246,12 +245,6 @@ class Memory(DocumentMethods):
         """Whether extraction is on, in one line (it says why when it is off)."""
         return self.extraction.status
 
-    def inspector(self, *, writable: bool = False) -> Inspector:
-        """An :class:`~langmem_plugin.surfaces.inspector.Inspector` of this memory's store, with its
-        layout and recall settings: pages, details and recalls that render as tables in a notebook.
-        """
-        return Inspector(self.store, layout=self.layout, recall=self.recall_config, writable=writable)
-
     @property
     def tool_names(self) -> dict[str, str]:
         """The tool renames: default name → name given."""
@@ -365,41 +358,6 @@ class Memory(DocumentMethods):
         """
         state = state_of(state, self.keys.messages, "messages_for_model")
         return self.turn.model_messages(state, instructions=instructions)
-
-    def token_usage(
-        self, graph: Any, config: RunnableConfig, *, instructions: str | None = None
-    ) -> TokenUsage:
-        """Tokens per model call of a thread: what the model was sent with this memory (instructions,
-        recalled memory, the window) against what an agent without memory would resend (the
-        instructions and the whole conversation so far), counted in this memory's tokenizer.
-
-        ``str(usage)`` is a table; in a notebook the result draws both series and the table.
-        Each model call is a row (a call that asked for tools too); only the thread's current
-        branch counts (see :mod:`langmem_plugin.surfaces._token_usage`).
-
-        Args:
-            graph: the compiled graph the thread ran in, with a checkpointer.
-            config: names the thread: ``{"configurable": {"thread_id": ...}}`` (a
-                ``checkpoint_id`` in it ends the branch there).
-            instructions: the instructions of a model node that is not this memory's (your
-                own node calling :meth:`messages_for_model`, or ``create_agent``'s
-                ``system_prompt``); the memory's model nodes' own are found in the graph.
-
-        Returns:
-            A :class:`~langmem_plugin.surfaces._token_usage.TokenUsage` (no rows for a thread
-            without checkpoints).
-
-        Raises:
-            ConfigurationError: ``graph`` is not a compiled graph with a checkpointer.
-            ScopeError: ``config`` names no ``thread_id``.
-        """
-        return token_usage(self.turn, graph, config, instructions=instructions)
-
-    async def atoken_usage(
-        self, graph: Any, config: RunnableConfig, *, instructions: str | None = None
-    ) -> TokenUsage:
-        """Async :meth:`token_usage` (reads ``aget_state_history``)."""
-        return await atoken_usage(self.turn, graph, config, instructions=instructions)
 
     def recall(
         self,
