@@ -10,7 +10,7 @@ JSON is written ASCII-only (``\\u001b``), safe to print as well.
 
 >>> print(table(["id", "content"], [["m1", "line one\\nline two \\x1b[2J"]], width=40))
 id  content
-──  ──────────────────────────────────────
+──  ──────────────────────────
 m1  line one\\nline two \\x1b[2J
 """
 
