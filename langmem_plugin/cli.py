@@ -612,6 +612,26 @@ def _add_benchmarks(benches: Any) -> None:
         "startup", help="seconds to import langmem_plugin and to print --help, in fresh processes"
     )
     startup.add_argument("--runs", type=_count(1), default=7, help="fresh processes per row (default 7)")
+    inspect = benches.add_parser(
+        "inspect",
+        help="the inspector's web page over one user's memories: catalog, pages, filters, search, "
+        "detail (needs langmem-plugin[inspect])",
+    )
+    inspect.add_argument(
+        "--items", type=_count(100), default=100_000, help="memories of the user (default 100000)"
+    )
+    inspect.add_argument("--repeat", type=_count(1), default=5, help="timed requests per page (default 5)")
+
+    def run_inspect(args: argparse.Namespace) -> int:
+        from langmem_plugin.bench.inspect import run_cli
+
+        try:
+            return run_cli(args, __version__)
+        except MissingDependencyError as exc:  # the message has the pip line
+            print(f"langmem-plugin bench inspect: {exc}", file=sys.stderr)
+            return 2
+
+    inspect.set_defaults(func=run_inspect)  # its own runner: the subcommand's default wins over bench's
 
 
 def main(argv: Sequence[str] | None = None) -> int:
