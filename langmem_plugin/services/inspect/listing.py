@@ -188,20 +188,28 @@ def page_steps(
     matched: list[MemoryRow] = []
     read = 0
     more = False
+    chunk = _CHUNK
     while read < _SCAN:
+        # Chunks double: a store lists a page at an offset by reading what comes before it, so
+        # equal chunks would read the first ones again and again (20 times at the bound).
+        chunk = min(chunk, _SCAN - read)
         (items,) = yield [
-            SearchOp(namespace, filter=store_filter or None, limit=_CHUNK, offset=read, refresh_ttl=False)
+            SearchOp(namespace, filter=store_filter or None, limit=chunk, offset=read, refresh_ttl=False)
         ]
         read += len(items)
         for item in items:
+            content = item.value.get("content") if isinstance(item.value, dict) else None
+            if not isinstance(content, str) or needle not in content.casefold():
+                continue  # the text is checked before a row is made of it
             row = row_of(item, room) if tuple(item.namespace) == namespace else None
-            if row is not None and needle in row.content.casefold():
+            if row is not None:
                 matched.append(row)
         if len(matched) > offset + limit:
             more = True
             break
-        if len(items) < _CHUNK:
+        if len(items) < chunk:
             break
+        chunk *= 2
     else:
         more = True  # the scan stopped at its bound: there may be more further on
     return MemoryPage(room.value, namespace, matched[offset : offset + limit], offset, more, filters)
