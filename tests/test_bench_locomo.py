@@ -291,9 +291,13 @@ def test_bench_demo_and_cli_import_only_public_modules() -> None:
     import langmem_plugin
 
     package = Path(langmem_plugin.__file__).parent
-    files = [*sorted((package / "bench").glob("*.py")), package / "demo.py", package / "cli.py"]
+    files = [
+        *sorted((package / "bench").glob("*.py")),
+        package / "demo.py",
+        *sorted((package / "cli").glob("*.py")),
+    ]
     for path in files:
-        own = "langmem_plugin.bench" if path.parent.name == "bench" else "langmem_plugin"
+        own = f"langmem_plugin.{path.parent.name}" if path.parent != package else "langmem_plugin"
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 module = node.module
