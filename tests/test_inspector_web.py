@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -356,6 +356,18 @@ def _assert_no_script_ran(browser: Chrome) -> None:  # noqa: F811
         browser.switch_to.alert  # noqa: B018 - raises when no alert is open
 
 
+def _navigates(browser: Chrome, action: Callable[[], object]) -> None:  # noqa: F811
+    """Run ``action`` (a click, a submit) and wait until the page it leaves is gone and the next is in."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    page = browser.find_element(By.TAG_NAME, "html")
+    action()
+    WebDriverWait(browser, 30).until(staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+
 def _serve(inspector: Inspector) -> Starlette:
     return inspector_app(inspector, token=TOKEN, allowed_hosts=["127.0.0.1"])
 
@@ -367,7 +379,7 @@ def test_a_person_browses_searches_and_reads_a_history(browser: Chrome, reader: 
         browser.get(url + "/")
         assert browser.find_element(By.ID, "users").text.splitlines() == ["u1"]
         _shoot(browser, "catalog")
-        browser.find_element(By.LINK_TEXT, "u1").click()
+        _navigates(browser, browser.find_element(By.LINK_TEXT, "u1").click)
         table = browser.find_element(By.ID, "memories")
         assert "I live in Lisbon" in table.text
         assert HOSTILE in table.text  # shown as the text it is
@@ -376,16 +388,16 @@ def test_a_person_browses_searches_and_reads_a_history(browser: Chrome, reader: 
 
         box = browser.find_element(By.CSS_SELECTOR, "#search input[name=q]")
         box.send_keys("where do I live?")
-        box.submit()
+        _navigates(browser, box.submit)
         candidates = browser.find_element(By.ID, "candidates")
         assert "injected" in candidates.text
         assert browser.find_element(By.ID, "prompt").text.startswith("<memory_context>")
         _assert_no_script_ran(browser)
         _shoot(browser, "search")
 
-        browser.find_element(By.LINK_TEXT, "user u1").click()
+        _navigates(browser, browser.find_element(By.LINK_TEXT, "user u1").click)
         hostile = _id_of(reader, "<script>")
-        browser.find_element(By.LINK_TEXT, hostile).click()
+        _navigates(browser, browser.find_element(By.LINK_TEXT, hostile).click)
         assert browser.find_element(By.ID, "content").text == f"User: {HOSTILE}\nAssistant: ok"
         assert browser.find_element(By.ID, "history").text  # the timeline, or what it lacks
         _assert_no_script_ran(browser)
@@ -404,7 +416,8 @@ def test_a_person_edits_a_memory_through_the_form(browser: Chrome, writer: Inspe
         content.send_keys("I play chess on Sundays,\nat the club")
         tags = browser.find_element(By.CSS_SELECTOR, "#edit input[name=tags]")
         tags.send_keys("hobby, weekend")
-        browser.find_element(By.CSS_SELECTOR, "#edit button[type=submit]").click()
+        # the form posts, then the answer redirects back: wait until the old page is gone
+        _navigates(browser, browser.find_element(By.CSS_SELECTOR, "#edit button[type=submit]").click)
         assert browser.current_url == f"{url}/users/u1/memories/{chess}", browser.page_source[-1500:]
         assert "at the club" in browser.find_element(By.ID, "history").text
         _assert_no_script_ran(browser)

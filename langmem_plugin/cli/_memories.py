@@ -6,13 +6,13 @@ No benchmark is imported; the store, the inspector and the web page load inside 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 from typing import TYPE_CHECKING, Any
 
 from langmem_plugin import __version__
 from langmem_plugin.cli._arguments import _count, _Parser, _port
 from langmem_plugin.errors import LangMemPluginError
+from langmem_plugin.inspector.hosts import is_loopback
 
 if TYPE_CHECKING:
     from langmem_plugin.surfaces.inspector import Inspector
@@ -212,18 +212,9 @@ def _check_memories(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         parser.error(f"--compartment {args.compartment} is read for someone: pass {option}")
 
 
-def _loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _check_inspect(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """The options of ``inspect`` that do not go together; refused before the store is opened."""
-    if not _loopback(args.host) and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         parser.error(
             f"--host {args.host!r} is not this machine: everyone who reaches it would read every memory. "
             "Pass --allow-remote behind your own access control, or keep 127.0.0.1 (an SSH tunnel reaches it)"

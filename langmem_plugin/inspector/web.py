@@ -21,7 +21,6 @@ only to the loopback host names (no DNS rebinding).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import secrets
 import threading
@@ -40,6 +39,7 @@ from langmem_plugin.errors import (
     MissingDependencyError,
     ReadOnlyError,
 )
+from langmem_plugin.inspector.hosts import is_loopback
 from langmem_plugin.services.layout import Compartment
 from langmem_plugin.surfaces.inspector import Inspector
 
@@ -467,15 +467,6 @@ def inspector_app(
     return app
 
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _open_when_started(server: Any, url: str) -> None:
     deadline = time.monotonic() + 30
     while not server.started and time.monotonic() < deadline and not server.should_exit:
@@ -511,7 +502,7 @@ def serve(
     """
     if not isinstance(host, str) or not host:
         raise ConfigurationError(f"host must be an address such as '127.0.0.1', got {host!r}")
-    loopback = _is_loopback(host)
+    loopback = is_loopback(host)
     if not loopback and not allow_remote:
         raise ConfigurationError(
             f"the inspector listens on this machine only (127.0.0.1); {host!r} would show every memory to "

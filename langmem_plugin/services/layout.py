@@ -58,7 +58,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.bounded import item_limits
 from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys, templates_may_meet
-from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError
+from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError, ScopeError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -215,6 +215,23 @@ class MemoryLayout:
         if scope.agent is None:
             scope = dataclasses.replace(scope, agent=self.default_agent)
         return scope.namespace(self.template(compartment))
+
+    def named(self, compartments: Sequence[Compartment | str], scope: Scope) -> list[Compartment | str]:
+        """Those of ``compartments`` whose namespace ``scope`` can name (no thread: no session memory).
+
+        Raises:
+            ScopeError: the scope names none of them (the first one's error, saying what is missing).
+        """
+        usable = []
+        for compartment in compartments:
+            try:
+                self.namespace(compartment, scope)
+            except ScopeError:
+                continue
+            usable.append(compartment)
+        if not usable and compartments:
+            self.namespace(compartments[0], scope)
+        return usable
 
     def limits_for(self, compartment: Compartment | str) -> CompartmentLimits:
         """The limits of ``compartment``."""

@@ -398,14 +398,7 @@ def token_usage(turn: MemoryTurn, graph: Any, config: Any, *, instructions: str 
     """Tokens per model call of the thread ``config`` names (see :meth:`Memory.token_usage`)."""
     thread_id, listing, head = _checked(graph, config)
     history = list(graph.get_state_history(listing))
-    return usage_of(
-        history,
-        thread_id=thread_id,
-        turn=turn,
-        instructions=model_node_instructions(graph, turn),
-        default_instructions=instructions,
-        head=head,
-    )
+    return _usage(history, graph, turn, thread_id, head, instructions)
 
 
 async def atoken_usage(
@@ -414,6 +407,17 @@ async def atoken_usage(
     """Async :func:`token_usage` (``aget_state_history``)."""
     thread_id, listing, head = _checked(graph, config)
     history = [snapshot async for snapshot in graph.aget_state_history(listing)]
+    return _usage(history, graph, turn, thread_id, head, instructions)
+
+
+def _usage(
+    history: list[Any],
+    graph: Any,
+    turn: MemoryTurn,
+    thread_id: str,
+    head: str | None,
+    instructions: str | None,
+) -> TokenUsage:
     return usage_of(
         history,
         thread_id=thread_id,

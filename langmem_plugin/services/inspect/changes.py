@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.errors import ConfigurationError, ScopeError
+from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory
 from langmem_plugin.services.recall import Recall, RecallConfig, recall_steps
@@ -53,15 +53,7 @@ def edit_steps(
             f"an edit changes some of {', '.join(EDITABLE)}; got {sorted(changes) or 'nothing'}"
             + (f" ({', '.join(map(repr, unknown))} cannot be edited)" if unknown else "")
         )
-    usable = []
-    for compartment in compartments:  # those the scope can name (no thread: no session memory)
-        try:
-            layout.namespace(compartment, scope)
-        except ScopeError:
-            continue
-        usable.append(compartment)
-    if not usable:
-        layout.namespace(compartments[0], scope)  # raises the ScopeError that names what is missing
+    usable = layout.named(compartments, scope)
     memory: StoredMemory = yield from revise_steps(
         scope, layout, memory_id, compartments=usable, recorded_by=RECORDED_BY, **changes
     )

@@ -140,15 +140,7 @@ def forget_steps(
         MemoryNotFoundError: no such id in those compartments (nothing is removed).
         ScopeError: the scope fills none of them.
     """
-    usable = []
-    for compartment in compartments:  # those the scope has the ids for (no thread: no session memory)
-        try:
-            layout.namespace(compartment, scope)
-        except ScopeError:
-            continue
-        usable.append(compartment)
-    if not usable:
-        layout.namespace(compartments[0], scope)  # raises the ScopeError that says what is missing
+    usable = layout.named(compartments, scope)
     memory = yield from get_steps(scope, layout, memory_id, compartments=usable, track_access=False)
     forgotten: Forgotten = yield from forget_memories_steps(
         scope, layout, [memory], recorded_by=recorded_by, history=history

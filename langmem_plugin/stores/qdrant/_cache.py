@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["CACHE_ITEMS", "PayloadCache", "uuid_key"]
+__all__ = ["CACHE_ITEMS", "SELECTABLE", "PayloadCache", "uuid_key"]
 
 #: The default capacity, in points (measured: ≈ 260 bytes each plus the value's JSON).
 CACHE_ITEMS = 100_000
@@ -74,6 +74,11 @@ class Entry(NamedTuple):
             "index_hash": self.index_hash,
         }
 
+    def select(self, fields: tuple[str, ...]) -> dict[str, Any]:
+        """The payload's ``fields`` alone (each one of :data:`SELECTABLE`): the value is decoded only
+        when it is one of them."""
+        return {f: _decode(self.value_json)[0] if f == "value" else getattr(self, f) for f in fields}
+
 
 def entry_of(point_id: str, payload: Mapping[str, Any]) -> Entry:
     """The entry of a payload as written or read (its ``value`` encoded once, here)."""
@@ -91,6 +96,10 @@ def entry_of(point_id: str, payload: Mapping[str, Any]) -> Entry:
 
 
 _KEPT = frozenset(Entry._fields) - {"id", "value_json"}
+
+#: The payload fields an entry gives as the engine would (:meth:`Entry.select`; ``index_hash`` is
+#: absent from some points, where an entry holds None).
+SELECTABLE = (_KEPT - {"index_hash"}) | {"value"}
 
 # A search asks for ids only once this share of recent lookups hit; each lookup moves the average 20%.
 _WARM, _SMOOTHING = 0.5, 0.2

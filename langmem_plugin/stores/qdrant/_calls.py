@@ -26,6 +26,7 @@ __all__ = [
     "Hit",
     "Nearest",
     "OrderBy",
+    "Payload",
     "PointData",
     "Query",
     "QueryBatch",
@@ -39,6 +40,10 @@ __all__ = [
 
 SearchMode = Literal["hybrid", "dense", "lexical"]
 Fusion = Literal["rrf", "dbsf"]
+
+Payload = bool | tuple[str, ...]
+"""What a read returns of each point's payload: all of it (True), nothing (False or ``()``: hits carry
+an empty payload), or these top-level fields (each one the point has)."""
 
 # --------------------------------------------------------------------------- what the calls carry
 
@@ -55,11 +60,13 @@ class PointData:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A point read back: its id, payload and (for scored queries) score."""
+    """A point read back: its id, payload, (for scored queries) score and (for :class:`OrderBy`
+    queries) the value it was ordered by."""
 
     id: str
     payload: dict[str, Any]
     score: float | None = None
+    order: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +105,10 @@ class Fused:
 
 @dataclass(frozen=True, slots=True)
 class Retrieve:
-    """Points by id (missing ids are left out) → ``list[Hit]``."""
+    """Points by id (missing ids are left out) → ``list[Hit]``, in no set order."""
 
     ids: tuple[str, ...]
+    with_payload: Payload = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +146,14 @@ class SetPayloads:
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """The first ``limit`` points matching ``filter`` in the order of ``rank`` → ``list[Hit]``."""
+    """The first ``limit`` points matching ``filter`` in the order of ``rank``, after the first
+    ``offset`` (which the engine skips without returning them) → ``list[Hit]``."""
 
     filter: Filter
     rank: OrderBy | Nearest | Fused
     limit: int
-    with_payload: bool = True  # False: ids and scores only (hits carry an empty payload)
+    with_payload: Payload = True
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)

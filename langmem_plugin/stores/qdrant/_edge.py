@@ -62,7 +62,14 @@ from langmem_plugin.errors import (
     StoreError,
 )
 from langmem_plugin.stores._embedder import check_embedder
-from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS, PayloadCache, entry_of, uuid_key
+from langmem_plugin.stores.qdrant._cache import (
+    CACHE_ITEMS,
+    SELECTABLE,
+    Entry,
+    PayloadCache,
+    entry_of,
+    uuid_key,
+)
 from langmem_plugin.stores.qdrant._calls import (
     Count,
     Delete,
@@ -70,6 +77,7 @@ from langmem_plugin.stores.qdrant._calls import (
     Facet,
     Hit,
     OrderBy,
+    Payload,
     PointData,
     Query,
     QueryBatch,
@@ -95,9 +103,24 @@ from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
 __all__ = ["EdgeEngine"]
 
 
+def _payload_of(entry: Entry, fields: tuple[str, ...] | None) -> dict[str, Any]:
+    """A cached point's payload (a fresh copy), or these ``fields`` of it."""
+    return entry.payload() if fields is None else entry.select(fields)
+
+
 def _key_of(point_id: Any) -> int:
     """The cache key of an id the engine returned (a ``uuid.UUID``: our ids are UUIDs)."""
     return point_id.int if isinstance(point_id, uuid.UUID) else uuid_key(str(point_id))
+
+
+def _ranked(point: Any, ordered: bool) -> tuple[float | None, float | None]:
+    """The score and the order value of a point a query returned (ordered: by a payload field)."""
+    return (None, point.order_value) if ordered else (float(point.score), None)
+
+
+def _selection(fields: tuple[str, ...]) -> Any:
+    """Edge's payload selector of these fields (no field: no payload)."""
+    return list(fields) if fields else False
 
 
 class EdgeEngine:
@@ -286,7 +309,7 @@ class EdgeEngine:
         if isinstance(call, QueryBatch):  # in process: no round trip to save
             return [self._query(shard, q) for q in call.queries]
         if isinstance(call, Retrieve):
-            return self._retrieve(shard, call.ids)
+            return self._retrieve(shard, call.ids, call.with_payload)
         if isinstance(call, Upsert):
             with self._dropped_on_error(p.id for p in call.points):
                 shard.update(qe.UpdateOperation.upsert_points([self._point(p) for p in call.points]))
@@ -342,24 +365,32 @@ class EdgeEngine:
             self.cache.dropped(uuid_key(i) for i in ids)
             raise
 
-    def _retrieve(self, shard: qe.EdgeShard, ids: Sequence[str]) -> list[Hit]:
+    def _retrieve(self, shard: qe.EdgeShard, ids: Sequence[str], with_payload: Payload) -> list[Hit]:
         """The points of ``ids`` that exist, from the cache or else the engine (in no set order)."""
-        if not self.cache.enabled:
-            records = shard.retrieve(list(ids), with_payload=READ, with_vector=False)
+        fields = with_payload if isinstance(with_payload, tuple) else None
+        cached = self.cache.enabled and bool(with_payload) and (fields is None or set(fields) <= SELECTABLE)
+        if not cached:
+            read: Any = READ if with_payload is True else _selection(fields or ())
+            records = shard.retrieve(list(ids), with_payload=read, with_vector=False)
             return [Hit(str(r.id), r.payload or {}) for r in records]
         entries, generation = self.cache.lookup(uuid_key(i) for i in ids)
-        hits = [Hit(e.id, e.payload()) for e in entries if e is not None]
+        hits = [Hit(e.id, _payload_of(e, fields)) for e in entries if e is not None]
         missing = [i for i, e in zip(ids, entries, strict=True) if e is None]
         if missing:
-            hits += self._read(shard, missing, generation).values()
+            hits += self._read(shard, missing, generation, fields).values()
         return hits
 
-    def _read(self, shard: qe.EdgeShard, ids: list[Any], generation: int) -> dict[int, Hit]:
-        """Read points with their payloads from the engine and offer them to the cache."""
-        records = shard.retrieve(ids, with_payload=True, with_vector=False)
-        read = {_key_of(r.id): Hit(str(r.id), r.payload or {}) for r in records}
-        self.cache.fill(generation, ((key, entry_of(h.id, h.payload)) for key, h in read.items()))
-        return read
+    def _read(
+        self, shard: qe.EdgeShard, ids: list[Any], generation: int, fields: tuple[str, ...] | None = None
+    ) -> dict[int, Hit]:
+        """Read points with their payloads (or these ``fields`` of them) from the engine; whole
+        payloads are offered to the cache."""
+        read: Any = True if fields is None else _selection(fields)
+        records = shard.retrieve(ids, with_payload=read, with_vector=False)
+        found = {_key_of(r.id): Hit(str(r.id), r.payload or {}) for r in records}
+        if fields is None:
+            self.cache.fill(generation, ((key, entry_of(h.id, h.payload)) for key, h in found.items()))
+        return found
 
     def _keep(self, hits: list[Hit], generation: int) -> None:
         """Offer the cache what a query read with its payloads (and count which it already held)."""
@@ -371,22 +402,25 @@ class EdgeEngine:
         if fresh:
             self.cache.fill(generation, fresh)
 
-    def _hydrate(self, shard: qe.EdgeShard, points: list[Any], *, scored: bool) -> list[Hit]:
-        """Hits for points a query returned without payloads, in the query's order.
+    def _hydrate(
+        self, shard: qe.EdgeShard, points: list[Any], *, ordered: bool, fields: tuple[str, ...] | None = None
+    ) -> list[Hit]:
+        """Hits for points a query returned without payloads, in the query's order, with their
+        payloads (or these ``fields`` of them, each one of :data:`~._cache.SELECTABLE`).
 
         A point deleted between the query and the read of its payload is left out.
         """
         keys = [_key_of(p.id) for p in points]
         entries, generation = self.cache.lookup(keys)
         missing = [p.id for p, e in zip(points, entries, strict=True) if e is None]
-        read = self._read(shard, missing, generation) if missing else {}
+        read = self._read(shard, missing, generation, fields) if missing else {}
         hits: list[Hit] = []
         for p, key, e in zip(points, keys, entries, strict=True):
-            score = float(p.score) if scored else None
+            score, order = _ranked(p, ordered)
             if e is not None:
-                hits.append(Hit(e.id, e.payload(), score))
+                hits.append(Hit(e.id, _payload_of(e, fields), score, order))
             elif (h := read.get(key)) is not None:
-                hits.append(Hit(h.id, h.payload, score))
+                hits.append(Hit(h.id, h.payload, score, order))
         return hits
 
     def _point(self, p: PointData) -> qe.Point:
@@ -395,22 +429,38 @@ class EdgeEngine:
         return edge_point(p)
 
     def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
+        ordered = isinstance(call.rank, OrderBy)
         if not call.with_payload:
-            scored_only = not isinstance(call.rank, OrderBy)
             bare = query_request(call, has_multi=self._has_multi, with_payload=False)
-            return [Hit(str(p.id), {}, float(p.score) if scored_only else None) for p in shard.query(bare)]
+            return [Hit(str(p.id), {}, *_ranked(p, ordered)) for p in shard.query(bare)]
+        if isinstance(call.with_payload, tuple):
+            return self._query_fields(shard, call, call.with_payload, ordered=ordered)
         ids_only = self.cache.enabled and self.cache.warm
         generation = self.cache.generation  # before the engine reads any payload
         read: Any = False if ids_only else READ
         request = query_request(call, has_multi=self._has_multi, with_payload=read)
         points = shard.query(request)
-        scored = not isinstance(call.rank, OrderBy)
         if ids_only:
-            return self._hydrate(shard, points, scored=scored)
-        hits = [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in points]
+            return self._hydrate(shard, points, ordered=ordered)
+        hits = [Hit(str(p.id), p.payload or {}, *_ranked(p, ordered)) for p in points]
         if self.cache.enabled:
             self._keep(hits, generation)
         return hits
+
+    def _query_fields(
+        self, shard: qe.EdgeShard, call: Query, fields: tuple[str, ...], *, ordered: bool
+    ) -> list[Hit]:
+        """A query whose hits carry these payload ``fields`` only (nothing is offered to the cache).
+
+        The engine reads a point's payload whole whatever it returns of it (measured at 100k
+        items: 150 ms for 50k ids, 350 ms with one small field), so while the cache answers most
+        lookups it is asked for ids only and the fields come from here.
+        """
+        if self.cache.enabled and self.cache.warm and set(fields) <= SELECTABLE:
+            bare = query_request(call, has_multi=self._has_multi, with_payload=False)
+            return self._hydrate(shard, shard.query(bare), ordered=ordered, fields=fields)
+        request = query_request(call, has_multi=self._has_multi, with_payload=_selection(fields))
+        return [Hit(str(p.id), p.payload or {}, *_ranked(p, ordered)) for p in shard.query(request)]
 
     def _record_embedder(self, points: Sequence[PointData]) -> None:
         """With the first vectors written into a store that names no embedder, name this one."""

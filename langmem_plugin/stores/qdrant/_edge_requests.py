@@ -188,18 +188,23 @@ def query_request(call: Query, *, has_multi: bool, with_payload: Any) -> qe.Quer
     """A :class:`Query` as Edge's request; ``has_multi``: the shard holds multi-text items."""
     flt = edge_filter(call.filter)
     rank = call.rank
+    offset = call.offset or None
     if isinstance(rank, OrderBy):
         return qe.QueryRequest(
             limit=call.limit,
+            offset=offset,
             query=qe.OrderBy(rank.key, qe.Direction.Desc),
             filter=flt,
             with_payload=with_payload,
         )
     if isinstance(rank, Nearest):
-        return qe.QueryRequest(**_ranking(rank, call.limit, flt, has_multi), with_payload=with_payload)
+        return qe.QueryRequest(
+            **_ranking(rank, call.limit, flt, has_multi), offset=offset, with_payload=with_payload
+        )
     prefetches = [qe.Prefetch(**_ranking(n, rank.prefetch_limit, flt, has_multi)) for n in rank.parts]
     return qe.QueryRequest(
         limit=call.limit,
+        offset=offset,
         prefetches=prefetches,
         query=_fusion(rank),
         with_payload=with_payload,

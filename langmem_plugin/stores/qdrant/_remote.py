@@ -74,6 +74,7 @@ from langmem_plugin.stores.qdrant._calls import (
     Hit,
     Nearest,
     OrderBy,
+    Payload,
     PointData,
     Query,
     QueryBatch,
@@ -161,7 +162,14 @@ _BEST_TEXT = models.FormulaQuery(
 
 
 def _hits(response: models.QueryResponse, scored: bool) -> list[Hit]:
-    return [Hit(str(p.id), p.payload or {}, float(p.score) if scored else None) for p in response.points]
+    if scored:
+        return [Hit(str(p.id), p.payload or {}, float(p.score)) for p in response.points]
+    return [Hit(str(p.id), p.payload or {}, None, p.order_value) for p in response.points]
+
+
+def _selector(with_payload: Payload) -> bool | list[str]:
+    """qdrant-client's ``with_payload`` of a :data:`~._calls.Payload`: a list is an include selector."""
+    return list(with_payload) if isinstance(with_payload, tuple) and with_payload else bool(with_payload)
 
 
 def _integer_range() -> models.IntegerIndexParams:
@@ -363,11 +371,13 @@ class ClientEngine:
         if isinstance(call, QueryBatch):
             return self._query_batch(call)
         if isinstance(call, Retrieve):
-            return (
-                "retrieve",
-                {"collection_name": name, "ids": list(call.ids), "with_payload": True, "with_vectors": False},
-                lambda records: [Hit(str(r.id), r.payload or {}) for r in records],
-            )
+            kwargs: dict[str, Any] = {
+                "collection_name": name,
+                "ids": list(call.ids),
+                "with_payload": _selector(call.with_payload),
+                "with_vectors": False,
+            }
+            return "retrieve", kwargs, lambda records: [Hit(str(r.id), r.payload or {}) for r in records]
         if isinstance(call, Upsert):
             kwargs = {"collection_name": name, "points": [self._point(p) for p in call.points], "wait": True}
             return "upsert", kwargs, lambda _: None
@@ -444,9 +454,11 @@ class ClientEngine:
         kwargs: dict[str, Any] = {
             "collection_name": self.collection,
             "limit": call.limit,
-            "with_payload": call.with_payload,
+            "with_payload": _selector(call.with_payload),
             "with_vectors": False,
         }
+        if call.offset:
+            kwargs["offset"] = call.offset
         flt = _filter(call.filter)
         rank = call.rank
         if isinstance(rank, OrderBy):
