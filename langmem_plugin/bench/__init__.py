@@ -11,8 +11,10 @@ measures and re-exports what the command uses; a ``run`` module runs it):
   model (:mod:`.locomo.salience`);
 - :mod:`.stores` (``bench stores``): QdrantStore beside its peers; the data, the peers, the
   engine's ceiling, the table;
-- :mod:`.checkpointer`, :mod:`.memory`, :mod:`.context`, :mod:`.plan` (``bench checkpointer``,
-  ``memory``, ``context``, ``plan``), and :mod:`.extraction`, :mod:`.import_history` (run with
+- :mod:`.checkpointer`, :mod:`.memory`, :mod:`.context`, :mod:`.plan`, :mod:`.inspect`,
+  :mod:`.forgetting`, :mod:`.startup`, :mod:`.realtalk` (``bench checkpointer``, ``memory``,
+  ``context``, ``plan``, ``inspect``, ``forgetting``, ``startup``, ``realtalk``), and
+  :mod:`.knowledge`, :mod:`.postgres`, :mod:`.extraction`, :mod:`.import_history` (run with
   ``python -m``): one module each.
 
 The shared room, used by every benchmark, stays at this level: :mod:`.report` (timers,
