@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langmem_plugin.bench.datasets import locomo_path
+
 __all__ = ["PostgresBench", "main", "measure_locomo", "measure_scale", "temporary_server"]
 
 
@@ -259,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> PostgresBench:
     """Run the measurements and print the table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("POSTGRES_URL"))
-    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo/locomo10.json"))
+    parser.add_argument("--data", type=Path, default=None, help="locomo10.json (default: where bench looks)")
     parser.add_argument("--conversation", type=int, default=0)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--scale", type=int, default=None, help="also measure at this many items")
@@ -268,7 +270,8 @@ def main(argv: Sequence[str] | None = None) -> PostgresBench:
     bench = PostgresBench()
     server = contextlib.nullcontext(args.url) if args.url else temporary_server()
     with server as url:
-        measure_locomo(url, args.data, args.conversation, bench, args.questions, compare=args.compare)
+        data = args.data or locomo_path()
+        measure_locomo(url, data, args.conversation, bench, args.questions, compare=args.compare)
         if args.scale:
             measure_scale(url, args.scale, bench)
     print(bench.table())

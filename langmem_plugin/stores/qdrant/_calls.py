@@ -16,6 +16,7 @@ from langmem_plugin.stores.qdrant._filters import Filter
 
 __all__ = [
     "Call",
+    "Count",
     "Delete",
     "EmbedDocuments",
     "EmbedQueries",
