@@ -1,12 +1,12 @@
 """Issue 24, "forget_user leaves nothing": forgetting reaches CheckpointerStore's history and its SQLite file.
 
 ``CheckpointerStore.purge_history`` keeps only the current version of the items it is given (nothing
-of a deleted one) and removes a namespace left with nothing; ``Memory.forget_user``, ``forget`` and
-``forget_about`` call it after their deletes. Real components: a CheckpointerStore over a
-``SqliteSaver`` on a file (one SQLite transaction) and over ``InMemorySaver`` (checkpoints rewritten one
-by one). The file is checked twice: every row of every table, its blobs decoded with the saver's
-serializer, and — after a ``VACUUM`` and a WAL checkpoint, which drop what SQLite left in page slack —
-the file's raw bytes.
+of a deleted one) and removes a namespace left with nothing; ``Memory.forget_user``, ``forget``,
+``forget_about``, ``clear_memory`` and ``delete_idle_threads`` call it after their deletes. Real
+components: a CheckpointerStore over a ``SqliteSaver`` on a file (one SQLite transaction) and over
+``InMemorySaver`` (checkpoints rewritten one by one). The file is checked twice: every row of every
+table, its blobs decoded with the saver's serializer, and — after a ``VACUUM`` and a WAL checkpoint,
+which drop what SQLite left in page slack — the file's raw bytes.
 """
 
 from __future__ import annotations
@@ -19,18 +19,22 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import PutOp
 
 from langmem_plugin import Memory
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.services import Compartment, MemoryLayout, execute, save_steps, update_steps
+from langmem_plugin.services import Compartment, MemoryLayout, aexecute, execute, save_steps, update_steps
+from langmem_plugin.services.context.window import adelete_idle_threads, delete_idle_threads
 from langmem_plugin.services.store_steps import HistoryPurger
+from langmem_plugin.services.upkeep import clear_reaching_steps
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.stores.checkpointer._log import namespace_thread, registry_thread, thread_config
 from langmem_plugin.testing import FakeEmbeddings
@@ -217,6 +221,100 @@ def test_only_a_store_with_history_is_asked_to_purge() -> None:
     memory.flush(timeout=20)
     assert memory.forget_user("alice").history_purged == 0
     memory.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_clear_memory_purges_the_old_versions_of_what_it_clears(
+    mode: str, store: CheckpointerStore, path: Path
+) -> None:
+    scope = Scope(user_id="sam")  # no history recorded: the store's own versions are all there is
+    tea = execute(store, save_steps(scope, LAYOUT, "Sam drinks oolongmarker tea", category="drinks"))
+    puerh = "Sam drinks puerhmarker tea"
+    execute(store, update_steps(scope, LAYOUT, tea.id, compartments=USER, content=puerh))
+    coffee = execute(store, save_steps(scope, LAYOUT, "Sam drinks mochamarker", category="drinks/hot"))
+    bees = execute(store, save_steps(scope, LAYOUT, "Sam keeps beesmarker", category="hobbies"))
+    execute(store, update_steps(scope, LAYOUT, bees.id, compartments=USER, priority=9))
+    assert len(store.history(NS, tea.id)) == 2
+    bees_history = store.history(NS, bees.id)
+    assert len(bees_history) == 2
+
+    steps = clear_reaching_steps(scope, LAYOUT, Compartment.USER, category="drinks")
+    cleared = execute(store, steps) if mode == "sync" else await aexecute(store, steps)
+
+    assert sorted(cleared.ids) == sorted([tea.id, coffee.id])
+    assert cleared.forgotten.history_purged >= 3  # tea's two versions, coffee's one
+    assert store.history(NS, tea.id) == []
+    assert store.history(NS, coffee.id) == []
+    assert store.history(NS, bees.id) == bees_history  # what was not cleared keeps its history
+    for word in ("oolongmarker", "puerhmarker", "mochamarker"):
+        assert rows_naming(path, word) == [], word
+    assert rows_naming(path, "beesmarker")
+    store.close()
+    data = vacuumed_bytes(path)
+    assert b"marker tea" not in data
+    assert b"mochamarker" not in data
+    assert b"beesmarker" in data
+
+
+def test_clear_memory_on_a_store_without_history_purges_nothing() -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    store = InMemoryStore()
+    scope = Scope(user_id="sam")
+    execute(store, save_steps(scope, LAYOUT, "Sam drinks tea", category="drinks"))
+    cleared = execute(store, clear_reaching_steps(scope, LAYOUT, Compartment.USER, category="drinks"))
+    assert len(cleared.ids) == 1
+    assert cleared.forgotten.history_purged == 0
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_delete_idle_threads_purges_the_history_of_what_the_store_kept_for_them(
+    mode: str, store: CheckpointerStore, path: Path
+) -> None:
+    old, busy = Scope(user_id="sam", thread_id="old"), Scope(user_id="sam", thread_id="busy")
+    session = LAYOUT.namespace(Compartment.SESSION, old)
+    plan = execute(store, save_steps(old, LAYOUT, "plan: saunamarker", compartment=Compartment.SESSION))
+    execute(
+        store,
+        update_steps(old, LAYOUT, plan.id, compartments=[Compartment.SESSION], content="plan: steammarker"),
+    )
+    store.put(session, "lapsed", {"content": "lapsedmarker"})  # deleted long ago: its history stays
+    store.delete(session, "lapsed")
+    results = LAYOUT.namespace(Compartment.RESULTS, old)
+    store.put(results, "r1", {"content": "resultmarker one"})
+    store.put(results, "r1", {"content": "resultmarker two"})
+    index = ("memory_meta", "threads", "sam")
+    for thread in ("old", "busy"):
+        store.put(index, thread, {"thread_id": thread, "user_id": "sam", "note": f"{thread}indexmarker"})
+    kept = execute(store, save_steps(busy, LAYOUT, "plan: busymarker", compartment=Compartment.SESSION))
+    busy_ns = LAYOUT.namespace(Compartment.SESSION, busy)
+    execute(
+        store,
+        update_steps(busy, LAYOUT, kept.id, compartments=[Compartment.SESSION], content="plan: busymarker 2"),
+    )
+    busy_history = store.history(busy_ns, kept.id)
+    assert len(store.history(session, "lapsed")) == 2
+    saver = InMemorySaver()  # the graph's checkpointer: the "old" thread's last checkpoint
+    saver.put({"configurable": {"thread_id": "old", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+    future = datetime.now(UTC) + timedelta(days=10)
+
+    if mode == "sync":
+        deleted = delete_idle_threads(saver, timedelta(days=1), now=future, store=store)
+    else:
+        deleted = await adelete_idle_threads(saver, timedelta(days=1), now=future, store=store)
+
+    assert deleted == ["old"]
+    for key in [(session, plan.id), (session, "lapsed"), (results, "r1"), (index, "old")]:
+        assert store.history(*key) == [], key
+    assert store.history(busy_ns, kept.id) == busy_history  # another thread keeps its history
+    assert len(store.history(index, "busy")) == 1
+    for word in ("saunamarker", "steammarker", "lapsedmarker", "resultmarker", "oldindexmarker"):
+        assert rows_naming(path, word) == [], word
+    assert rows_naming(path, "busymarker")
+    store.close()
+    data = vacuumed_bytes(path)
+    assert not [w for w in (b"saunamarker", b"steammarker", b"lapsedmarker", b"resultmarker") if w in data]
+    assert b"busymarker" in data
 
 
 # --------------------------------------------------------------------------- the store

@@ -89,6 +89,14 @@ def test_clear_memory_removes_the_exchanges_of_what_it_clears_first_and_says_so(
     assert deleted[-1] == ids[0]  # the exchange went first, in the clear's one batch
     recalled = memory.recall([HumanMessage("when is the knee surgery?")], _config("t3")).prompt
     assert "knee" not in recalled.lower()
+    # the history says who cleared it and when, never what it said (as forget's)
+    entries = memory.history(ids[0], _config("t3"))
+    assert [e.action for e in entries] == ["ADD", "DELETE"]
+    assert entries[-1].source == "tool:clear_memory"
+    histories = [ns for ns in store.list_namespaces() if "history" in ns]
+    kept = [i.value for ns in histories for i in store.search(ns, limit=1000)]
+    assert kept
+    assert not [v for v in kept if "knee" in str(v).lower()]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

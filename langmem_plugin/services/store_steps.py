@@ -23,7 +23,8 @@ count and write themselves.
 A step may yield a :class:`PurgeHistory` after deleting or rewriting items: a
 store that keeps the old versions of what it deletes (a :class:`HistoryPurger`:
 CheckpointerStore) drops them and answers how many; for any other store (it
-keeps no such history) the answer is ``None``.
+keeps no such history) the answer is ``None``. Every service that deletes or rewrites items asks
+it the one way, :func:`purge_history_steps`, after its deletes.
 
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
@@ -44,7 +45,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from langgraph.store.base import BaseStore, Op, SearchItem, SearchOp
+from langgraph.store.base import BaseStore, Op, PutOp, SearchItem, SearchOp
 
 from langmem_plugin.core.bounded import BoundedStore, BoundedWrite, item_limits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates, CandidateStore
@@ -61,6 +62,7 @@ __all__ = [
     "aexecute",
     "arun_batch",
     "execute",
+    "purge_history_steps",
     "run_batch",
 ]
 
@@ -120,6 +122,25 @@ class HistoryPurger(Protocol):
 StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
+
+
+def purge_history_steps(
+    written: Iterable[PutOp] = (), *, namespaces: Iterable[tuple[str, ...]] = ()
+) -> StoreSteps[int]:
+    """After a batch that deleted or rewrote items: drop the old versions a store keeps of them.
+
+    One :class:`PurgeHistory` for the item of each op ``written`` (deleted or rewritten) and for
+    each of ``namespaces`` with those below it, entirely (places wholly removed); none when both
+    are empty. Returns how many versions went: 0 for a store that keeps no history.
+    """
+    request = PurgeHistory(
+        tuple(dict.fromkeys(tuple(ns) for ns in namespaces)),
+        tuple(dict.fromkeys((tuple(op.namespace), op.key) for op in written)),
+    )
+    if not (request.namespaces or request.keys):
+        return 0
+    purged = yield request
+    return purged or 0
 
 
 def _search_ops(request: CandidateSearch) -> list[Op]:

@@ -14,7 +14,8 @@ return :func:`window_removals` from a node as the ``messages`` update.
 
 :func:`delete_idle_threads` deletes threads whose newest checkpoint is older
 than ``max_idle`` from a checkpointer (and, given a store, their session
-memory, their stored tool results and their thread index entries).
+memory, their stored tool results and their thread index entries, with the old
+versions of all of it from a store that keeps history, ``CheckpointerStore``).
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> history = [HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")]
@@ -255,8 +256,10 @@ def delete_idle_threads(
         max_idle: how long a thread may stay untouched.
         store: when given, what it keeps for those threads is deleted from it too: their session
             memory, their stored tool results (on a store without TTL nothing else removes
-            them) and their entries in the thread index (``forget_user``'s list of a user's threads).
-            The episodes their users' memory holds stay: long-term memory outlives a thread.
+            them) and their entries in the thread index (``forget_user``'s list of a user's threads);
+            a store that keeps history (``CheckpointerStore``) then drops the old versions of all
+            of it, as a forget does. The episodes their users' memory holds stay: long-term
+            memory outlives a thread.
         layout: the session and results namespace templates (default layout when ``None``).
         now: the current time (tests).
         dry_run: only say which threads would be deleted.

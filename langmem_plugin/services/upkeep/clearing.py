@@ -4,7 +4,9 @@
 category, tags or kinds and deletes them in one batch. :func:`clear_reaching_steps` runs it
 unchanged and puts, at the head of that batch, the removal of the exchanges those memories came
 from (:func:`.provenance.exchange_removal_steps`) — first, so a crash part-way never leaves a
-memory deleted while an exchange that stated it is still recalled, as a forget does.
+memory deleted while an exchange that stated it is still recalled, as a forget does. After that
+batch, a store that keeps history (``CheckpointerStore``) drops the old versions of every item it
+deleted or rewrote (:func:`~langmem_plugin.services.store_steps.purge_history_steps`), as a forget's.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, clear_steps, to_stored
-from langmem_plugin.services.store_steps import StoreSteps
-from langmem_plugin.services.upkeep.provenance import Forgotten, exchange_removal_steps
+from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.upkeep.provenance import Forgotten, exchange_removal_steps, redact_history_steps
 
 __all__ = ["Cleared", "clear_reaching_steps"]
 
@@ -32,7 +34,8 @@ class Cleared:
 
     Attributes:
         memories: the memories cleared.
-        forgotten: the exchanges (and passages) they came from, removed with them.
+        forgotten: the exchanges (and passages) they came from, removed with them; its
+            ``history_purged`` counts the old versions dropped of all that was removed.
     """
 
     memories: list[StoredMemory] = field(default_factory=list)
@@ -57,7 +60,8 @@ def clear_reaching_steps(
     history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[Cleared]:
     """:func:`~langmem_plugin.services.operations.clear_steps`, with the exchanges of what it
-    clears removed at the head of its delete batch; what was removed.
+    clears removed at the head of its delete batch, then the old versions a store keeps of every
+    item that batch deleted or rewrote dropped; what was removed.
 
     Raises:
         InvalidFilterError: as ``clear_steps`` (nothing is removed).
@@ -76,21 +80,42 @@ def clear_reaching_steps(
     )
     cleared = Cleared()
     read: dict[tuple[tuple[str, ...], str], Item] = {}
+    written: list[PutOp] = []  # what the delete batch deleted or rewrote
     answer: Any = None
     while True:
         try:
             ops = inner.send(answer)
         except StopIteration as stop:
             cleared.memories = list(stop.value)
-            return cleared
+            break
         if isinstance(ops, Sequence):  # a batch of ops (not a pause or a bounded write)
             deletes = {(tuple(o.namespace), o.key) for o in ops if isinstance(o, PutOp) and o.value is None}
             doomed = [m for key in deletes if (i := read.get(key)) and (m := to_stored(i, comp))]
             if doomed:  # clear's delete batch: the exchanges of what it deletes go first, in it
                 removal = yield from exchange_removal_steps(scope, layout, doomed, cleared.forgotten)
-                ops = [*(op for op in removal if (tuple(op.namespace), op.key) not in deletes), *ops]
+                removal = [op for op in removal if (tuple(op.namespace), op.key) not in deletes]
+                # their history keeps who cleared what and when, never the text (as forget's)
+                ids = {m.id for m in doomed}
+                redactions = yield from redact_history_steps(scope, sorted(ids), history)
+                cleared.forgotten.history = len(redactions)
+                ops = [*removal, *redactions, *(_without_text(o, ids) for o in ops)]
+                written += [
+                    *removal,
+                    *redactions,
+                    *(o for o in ops if isinstance(o, PutOp) and o.value is None),
+                ]
         answer = yield ops
         for result in answer if isinstance(answer, list) else []:
             for item in result if isinstance(result, list) else []:
                 if isinstance(item, Item):
                     read[(tuple(item.namespace), item.key)] = item
+    cleared.forgotten.history_purged = yield from purge_history_steps(written)
+    return cleared
+
+
+def _without_text(op: Any, ids: set[str]) -> Any:
+    """A history entry the clear writes for one of ``ids``, without the text it would keep."""
+    value = op.value if isinstance(op, PutOp) else None
+    if not isinstance(value, dict) or value.get("memory_id") not in ids or "action" not in value:
+        return op
+    return PutOp(op.namespace, op.key, {**value, "old": None, "new": None, "redacted": True}, index=op.index)

@@ -10,11 +10,12 @@
   compartment). It returns counts, and touches no one else. :func:`drop_queued`
   drops first what the user has not written yet: reflection jobs and failed writes. A store
   that keeps history (``CheckpointerStore``) then drops the old versions of all of it
-  (:class:`~langmem_plugin.services.store_steps.PurgeHistory`).
+  (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
 - :func:`delete_threads_steps` removes what belongs to threads (session memory,
-  stored tool results, their thread index entries) — ``delete_idle_threads``
-  runs it for the threads it deletes from a checkpointer. What a user said in a
-  thread stays in that user's memory: long-term memory outlives the thread.
+  stored tool results, their thread index entries), and their old versions from a store
+  that keeps history — ``delete_idle_threads`` runs it for the threads it deletes from a
+  checkpointer. What a user said in a thread stays in that user's memory: long-term memory
+  outlives the thread.
 - :func:`evict_steps` keeps a namespace under a cap by evicting the least
   valuable memories first: superseded ones, then lowest priority, then least
   accessed, then oldest. Every eviction is logged and returned.
@@ -45,7 +46,7 @@ from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
-from langmem_plugin.services.store_steps import PurgeHistory, StoreSteps
+from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -340,9 +341,7 @@ def _forget_user_steps(
     # wholly the user's, of the user's own namespaces in shared threads, of each item rewritten
     owned = [ns for _, ns, whole in places if whole]
     owned += [(*ns, _OWNER_LABEL, user_id) for _, ns, whole in places if not whole]
-    written = [(tuple(op.namespace), op.key) for op in (*doomed, *stripped)]
-    purged = yield PurgeHistory(tuple(dict.fromkeys(owned)), tuple(dict.fromkeys(written)))
-    report.history_purged = purged or 0
+    report.history_purged = yield from purge_history_steps([*doomed, *stripped], namespaces=owned)
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
 
@@ -408,7 +407,9 @@ def delete_threads_steps(
     For each thread: its session memory, its stored tool results (the layout's ``results``
     compartment — on a store without TTL nothing else ever removes them) and its entries in
     the thread index. A template that needs a user id is filled from the thread index; one
-    that needs an id the index does not give is skipped and logged.
+    that needs an id the index does not give is skipped and logged. Then a store that keeps
+    history (``CheckpointerStore``) drops the old versions of all of it: each namespace of the
+    thread's own (its template names the thread) entirely, the items deleted elsewhere one by one.
     """
     counts = {"session": 0, "tool_results": 0, "thread_index": 0}
     doomed: list[PutOp] = []
@@ -423,7 +424,9 @@ def delete_threads_steps(
                 doomed.append(PutOp(identity[0], item.key, None))
 
     places = (("session", Compartment.SESSION), ("tool_results", Compartment.RESULTS))
-    for thread in dict.fromkeys(thread_ids):
+    owned: list[tuple[str, ...]] = []  # the threads' own namespaces: their history goes whole
+    threads = list(dict.fromkeys(thread_ids))
+    for thread in threads:
         claims = yield from _claims_steps(index, thread)
         users: list[str | None] = list(
             dict.fromkeys(str(c.value["user_id"]) for c in claims if c.value.get("user_id"))
@@ -438,7 +441,11 @@ def delete_threads_steps(
                     continue
                 items = yield from _prefix_items(namespace)
                 doom(name, items)
+                if any("{thread_id}" in label for label in layout.template(compartment)):
+                    owned.append(namespace)
         doom("thread_index", claims)
     for start in range(0, len(doomed), _PAGE):
         yield doomed[start : start + _PAGE]
+    purged = yield from purge_history_steps(doomed, namespaces=owned)
+    logger.debug("deleted threads %s: %d old versions purged", threads, purged)
     return counts

@@ -51,7 +51,7 @@ from langmem_plugin.services.operations import (
     to_stored,
     update_steps,
 )
-from langmem_plugin.services.store_steps import PurgeHistory, StoreSteps
+from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
 from langmem_plugin.services.upkeep.candidates import Candidate
 
 __all__ = [
@@ -239,7 +239,7 @@ def _removal_steps(
     return ops
 
 
-def _redact_history_steps(
+def redact_history_steps(
     scope: Scope, ids: Sequence[str], history: NamespaceTemplate
 ) -> StoreSteps[list[PutOp]]:
     """Each history entry of ``ids`` again, without its text (``old``, ``new``, ``reason``)."""
@@ -293,13 +293,14 @@ def forget_memories_steps(
     memory redacted, the memories deleted, and a ``DELETE`` entry per memory that says who
     (``recorded_by``) and when, without the text. A memory that is itself an exchange is
     removed as one (with its passages). Then a store that keeps history (``CheckpointerStore``)
-    drops the old versions of every item the batch deleted or rewrote (:class:`PurgeHistory`).
+    drops the old versions of every item the batch deleted or rewrote
+    (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
     """
     forgotten = Forgotten()
     plain = [m for m in memories if m.record.kind is not MemoryKind.EPISODE]
     ops = yield from exchange_removal_steps(scope, layout, memories, forgotten, exchanges=exchanges)
     removed = {(ns, key) for ns, key in ((tuple(op.namespace), op.key) for op in ops if op.value is None)}
-    redactions = yield from _redact_history_steps(scope, [m.id for m in plain], history)
+    redactions = yield from redact_history_steps(scope, [m.id for m in plain], history)
     forgotten.history = len(redactions)
     deletes = [PutOp(m.namespace, m.id, None) for m in memories if (m.namespace, m.id) not in removed]
     forgotten.memories = [(m.id, m.compartment.value) for m in plain]
@@ -307,9 +308,7 @@ def forget_memories_steps(
     batch = [*ops, *redactions, *deletes, *changes_ops(scope, changes, recorded_by, history=history)]
     if batch:
         yield batch
-        written = dict.fromkeys((tuple(op.namespace), op.key) for op in [*ops, *redactions, *deletes])
-        purged = yield PurgeHistory(keys=tuple(written))
-        forgotten.history_purged = purged or 0
+        forgotten.history_purged = yield from purge_history_steps([*ops, *redactions, *deletes])
     return forgotten
 
 
