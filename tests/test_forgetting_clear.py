@@ -93,9 +93,10 @@ def test_clear_memory_removes_the_exchanges_of_what_it_clears_first_and_says_so(
     entries = memory.history(ids[0], _config("t3"))
     assert [e.action for e in entries] == ["ADD", "DELETE"]
     assert entries[-1].source == "tool:clear_memory"
-    histories = [ns for ns in store.list_namespaces() if "history" in ns]
-    kept = [i.value for ns in histories for i in store.search(ns, limit=1000)]
-    assert kept
+    # nor anything else the store keeps: the next exchange's copy of its beginning is stripped too
+    # (written live, an exchange does not know the next one: it is found by its link back)
+    kept = [i.value for ns in store.list_namespaces() for i in store.search(ns, limit=1000)]
+    assert any("history" in str(v) or "ADD" in str(v) for v in kept)
     assert not [v for v in kept if "knee" in str(v).lower()]
 
 

@@ -218,25 +218,46 @@ def _removal_steps(
     beginning from the exchange after each (``metadata.context``)."""
     doomed = {(tuple(i.namespace), i.key) for i, _ in exchanges}
     following = []
+    unlinked = []  # written live: an exchange does not know the one that came after it
     for item, _ in exchanges:
         nxt = (item.value.get("metadata") or {}).get("next")
-        if isinstance(nxt, str) and (tuple(item.namespace), nxt) not in doomed:
+        if isinstance(nxt, str):
             following.append((tuple(item.namespace), nxt))
+        else:
+            unlinked.append(item)
     ops: list[PutOp] = []
     for item, passages in exchanges:
         ops.extend(PutOp(tuple(p.namespace), p.key, None) for p in passages)
         ops.append(PutOp(tuple(item.namespace), item.key, None))
         forgotten.exchanges.append(item.key)
         forgotten.passages += len(passages)
+    after: list[Item | None] = []
     if following:
-        found = yield [GetOp(ns, key) for ns, key in dict.fromkeys(following)]
-        for item in found:
-            if item is None or "context" not in (item.value.get("metadata") or {}):
-                continue
-            value = dict(item.value)
-            value["metadata"] = {k: v for k, v in value["metadata"].items() if k != "context"}
-            ops.append(PutOp(tuple(item.namespace), item.key, value, index=["content"]))
+        after += yield [GetOp(ns, key) for ns, key in dict.fromkeys(following)]
+    if unlinked:  # found by the link back they keep (a filter on a nested field, as every store reads it)
+        pages = yield [
+            SearchOp(tuple(i.namespace), filter={"metadata": {"previous": i.key}}, limit=4, refresh_ttl=False)
+            for i in unlinked
+        ]
+        after += [hit for page, i in zip(pages, unlinked, strict=True) for hit in page if _follows(hit, i)]
+    stripped: set[tuple[tuple[str, ...], str]] = set()
+    for one in after:
+        if one is None or "context" not in (one.value.get("metadata") or {}):
+            continue
+        where = (tuple(one.namespace), one.key)
+        if where in doomed or where in stripped:
+            continue
+        stripped.add(where)
+        value = dict(one.value)
+        value["metadata"] = {k: v for k, v in value["metadata"].items() if k != "context"}
+        ops.append(PutOp(where[0], where[1], value, index=["content"]))
     return ops
+
+
+def _follows(hit: Item, exchange: Item) -> bool:
+    """Whether ``hit`` is the exchange right after ``exchange`` (same namespace, its link back)."""
+    metadata = hit.value.get("metadata") or {}
+    return tuple(hit.namespace) == tuple(exchange.namespace) and metadata.get("previous") == exchange.key
 
 
 def redact_history_steps(
