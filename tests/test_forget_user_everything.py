@@ -32,6 +32,7 @@ from langmem_plugin.services.context.summary import SummaryConfig
 from langmem_plugin.services.upkeep.extraction import ExtractionConfig
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
+from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
 from tests.test_checkpointer_purge import rows_naming
 
 USERS = ("alice", "bob")
@@ -151,10 +152,17 @@ def _text(key: tuple[tuple[str, ...], str], value: Any) -> str:
     return json.dumps([key, value], ensure_ascii=False).lower()
 
 
-@pytest.fixture(params=["in-memory", "qdrant", "checkpointer-sqlite"])
+@pytest.fixture(params=["in-memory", "qdrant", "checkpointer-sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
     if request.param == "in-memory":
         yield InMemoryStore(index=INDEX)
+    elif request.param == "postgres":  # a real PostgreSQL with pgvector (skips, saying why, without)
+        from langmem_plugin.stores.postgres import PostgresMemoryStore
+        from tests.test_postgres_contract import fresh_database
+
+        url = fresh_database(request.getfixturevalue("pgvector_url"))
+        with PostgresMemoryStore.from_conn_string(url, index=INDEX, setup=True) as postgres:
+            yield postgres
     elif request.param == "qdrant":
         pytest.importorskip("qdrant_edge")
         from langmem_plugin.stores.qdrant import QdrantStore
