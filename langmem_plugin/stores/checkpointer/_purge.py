@@ -24,6 +24,18 @@ By saver:
 
 A thread with a write in flight (minted, not yet acknowledged) keeps its namespace even
 when it looks empty: the write is landing there.
+
+What a rewritten checkpoint leaves: ``InMemorySaver`` and ``PostgresSaver`` keep each value
+as a separate blob, which a checkpoint written again does not delete, so a removed version (and
+a removed namespace's registry entry) stays in their storage, out of reach of every read, until
+its thread is deleted (an emptied namespace's is). On a SQLite file, copies SQLite made inside
+pages earlier (the slack a page split leaves) go only with a ``VACUUM`` of the file.
+
+A write to a namespace while it is purged is kept; a namespace with a write in flight
+keeps its thread. Over savers other than a SQLite file, a write that starts in an
+emptied namespace just as its thread is deleted can be lost from the saver (this
+process still reads it): purge a namespace nothing is writing to (``forget_user``
+drops the user's pending writes first).
 """
 
 from __future__ import annotations

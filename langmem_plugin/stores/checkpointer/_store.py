@@ -443,25 +443,9 @@ class CheckpointerStore(CheckedStore):
         further back. Each checkpoint that held a removed version is written again without it,
         under its own id (other items keep their history), or deleted when nothing is left.
 
-        - Over a ``SqliteSaver`` on a file (:meth:`from_sqlite`): one SQLite write transaction,
-          on the store's own connection to the file, after reading what other writers added to
-          the namespaces; it commits entirely or not at all. That connection overwrites what it
-          deletes with zeros (``PRAGMA secure_delete=ON``), and the WAL is written back into the
-          file and truncated afterwards (when no reader holds it). Copies SQLite made inside
-          pages earlier (the slack a page split leaves) go only with a ``VACUUM`` of the file.
-        - Over any other saver: the checkpoints are written again one by one, oldest first;
-          each item reads as before at every step, so a purge cut short (an error, a crash)
-          loses nothing and running it again finishes it. An emptied namespace's thread goes
-          with ``delete_thread``. ``InMemorySaver`` and ``PostgresSaver`` keep each value as a
-          separate blob, which a checkpoint written again does not delete: a removed version
-          (and a removed namespace's registry entry) stays in their storage, out of reach of
-          every read, until its thread is deleted (an emptied namespace's is).
-
-        A write to a namespace while it is purged is kept; a namespace with a write in flight
-        keeps its thread. Over savers other than a SQLite file, a write that starts in an
-        emptied namespace just as its thread is deleted can be lost from the saver (this
-        process still reads it): purge a namespace nothing is writing to (``forget_user``
-        drops the user's pending writes first).
+        How each saver is purged safely (one SQLite transaction on a file; checkpoint by checkpoint,
+        oldest first, elsewhere), what stays in ``InMemorySaver``'s and ``PostgresSaver``'s blob
+        storage, and writes during a purge: :mod:`langmem_plugin.stores.checkpointer._purge`.
 
         Raises:
             InvalidNamespaceError: a namespace is not a non-empty tuple of labels.
