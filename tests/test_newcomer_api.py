@@ -444,6 +444,7 @@ def test_a_tiny_window_keeps_the_question_with_the_answer() -> None:
         ("add_run_note", {"note": "the build is green"}, "add_run_note takes note"),
         ("create_plan", {"goal": "ship", "steps": ["build"]}, "create_plan takes goal, steps"),
         ("update_plan_step", {"step_id": "s1", "status": "completed"}, "update_plan_step takes step_id"),
+        ("get_plan", {}, "get_plan takes no arguments"),
     ],
 )
 def test_plan_and_run_note_tools_refuse_unknown_arguments_and_change_nothing(
@@ -465,5 +466,6 @@ def test_plan_and_run_note_tools_refuse_unknown_arguments_and_change_nothing(
         assert "unknown argument(s) 'priority'" in answer.content
         assert takes in answer.content
         assert "Nothing was done" in answer.content
+        assert answer.content.count("Error:") == 1
         assert not out.get("plan")
         assert not out.get("run_memory")

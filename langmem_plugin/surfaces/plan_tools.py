@@ -190,10 +190,12 @@ def _make_tool(name: str, key: str, messages_key: str, names: frozenset[str]) ->
 
     if name == "get_plan":
 
-        def show(runtime: ToolRuntime[Any, Any]) -> str:
-            return reply(runtime, {})[1]
+        def show(runtime: ToolRuntime[Any, Any]) -> ToolMessage:
+            _, text, error = reply(runtime, {})  # arguments it does not take: refused, with the reason
+            status: Literal["success", "error"] = "error" if error else "success"
+            return ToolMessage(text, tool_call_id=runtime.tool_call_id or "", name=name, status=status)
 
-        async def ashow(runtime: ToolRuntime[Any, Any]) -> str:
+        async def ashow(runtime: ToolRuntime[Any, Any]) -> ToolMessage:
             return show(runtime)
 
         # no args_schema: a tool whose schema has no field gets no injected runtime either

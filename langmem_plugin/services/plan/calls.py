@@ -252,7 +252,7 @@ def answer(outcomes: Sequence[CallOutcome], index: int) -> tuple[str, bool]:
     me = outcomes[index]
     final = outcomes[-1].after
     if me.error is not None:
-        text = f"Error: {me.error}"
+        text = "Error: " + me.error.removeprefix("Error: ")  # a refusal of its arguments says it already
         if me.alone:
             earlier = ", ".join(f"{o.call.call_id} ({o.call.name})" for o in outcomes[:index] if o.writes)
             text += f"\n(Refused because of the plan calls before it in this message: {earlier}.)"
