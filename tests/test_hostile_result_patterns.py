@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langmem_plugin.errors import InvalidFilterError
-from langmem_plugin.services.context.compactors import (
+from langmem_plugin.services.stored_results.compactors import (
     compact,
     extractive_summary,
     filtered,
@@ -25,8 +25,8 @@ from langmem_plugin.services.context.compactors import (
     last_n,
     shape_of,
 )
-from langmem_plugin.services.context.json_text import MAX_JSON_DEPTH, json_path, parse_json
-from langmem_plugin.services.context.patterns import (
+from langmem_plugin.services.stored_results.json_text import MAX_JSON_DEPTH, json_path, parse_json
+from langmem_plugin.services.stored_results.patterns import (
     MAX_MATCHES,
     MAX_SCAN_CHARS,
     MAX_SCAN_WORK,

@@ -39,9 +39,9 @@ from langmem_plugin import ContextConfig, Memory, MemoryState, RecallConfig, Res
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services import MemoryLayout, execute
 from langmem_plugin.services.context import results_update_steps
-from langmem_plugin.services.context.patterns import MAX_PATTERN_CHARS
-from langmem_plugin.services.context.result_store import MAX_CONTENT_BYTES, results_namespace
 from langmem_plugin.services.context.results import result_id
+from langmem_plugin.services.stored_results.patterns import MAX_PATTERN_CHARS
+from langmem_plugin.services.stored_results.result_store import MAX_CONTENT_BYTES, results_namespace
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.surfaces.result_tools import create_result_tools
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call

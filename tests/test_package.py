@@ -389,7 +389,8 @@ def test_bundled_tokenizer_and_notice_ship_with_the_package() -> None:
 SERVICE_ROOMS: dict[str, set[str]] = {
     "recall": {"context", "plan"},
     "remember": {"recall", "upkeep"},
-    "context": {"upkeep"},
+    "context": {"upkeep", "stored_results"},
+    "stored_results": set(),
     "plan": set(),
     "upkeep": set(),
     "knowledge": set(),

@@ -15,7 +15,15 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import ContextConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, InvalidFilterError, ScopeError
-from langmem_plugin.services.context.compactors import (
+from langmem_plugin.services.context.results import (
+    ResultsConfig,
+    citation,
+    keep_first,
+    pending_results,
+    result_id,
+)
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.stored_results.compactors import (
     compact,
     excerpt,
     extractive_summary,
@@ -28,14 +36,6 @@ from langmem_plugin.services.context.compactors import (
     shape_of,
     token_pages,
 )
-from langmem_plugin.services.context.results import (
-    ResultsConfig,
-    citation,
-    keep_first,
-    pending_results,
-    result_id,
-)
-from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces.result_tools import create_result_tools
 

@@ -6,8 +6,8 @@ give the rest back. Both find the results of the run's own user and thread only
 argument the model writes names a user, a thread or a namespace, and an id of another
 user's result — guessed or seen — answers as an unknown one. A pattern is RE2 syntax,
 matched in linear time, and a JSON path is read with loops, both within bounds
-(:mod:`~langmem_plugin.services.context.patterns`,
-:mod:`~langmem_plugin.services.context.json_text`). An unknown or expired id, a pattern
+(:mod:`~langmem_plugin.services.stored_results.patterns`,
+:mod:`~langmem_plugin.services.stored_results.json_text`). An unknown or expired id, a pattern
 RE2 cannot take, a bad path or a page past the end comes back as an error message the
 model can act on; a missing store or ``thread_id`` raises.
 

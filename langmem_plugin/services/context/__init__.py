@@ -1,10 +1,9 @@
 """Context: what the model's window holds during a run.
 
-- :mod:`.results`, :mod:`.result_reads`: tool results stored once and shown compacted, and
-  the reads the model can make of them; :mod:`.result_store`: whose a stored result is (its
-  user and exact thread) and what of it a store can take.
-- :mod:`.compactors`: how a result is cut down to what fits; :mod:`.patterns` (RE2, linear
-  time) and :mod:`.json_text` (depth-bounded JSON) keep every read of it bounded.
+- :mod:`.results`: tool results stored once and shown compacted, then cited (the feature and
+  its :class:`ResultsConfig`); the stored results themselves — whose they are, how they are cut
+  down and read, every read bounded — are the ``stored_results`` room's
+  (:mod:`langmem_plugin.services.stored_results`), re-exported here where the turn uses them.
 - :mod:`.model_compactor`: a chat model's description of a result, focused on the goal, written
   in the background.
 - :mod:`.window`: the window trimmed to its budget, idle threads deleted.
@@ -16,16 +15,8 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 
 from __future__ import annotations
 
-from langmem_plugin.services.context.compactors import head_tokens
 from langmem_plugin.services.context.config import DEFAULT_KEYS, ContextConfig, StateKeys, WindowConfig
 from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
-from langmem_plugin.services.context.result_reads import (
-    StoredResult,
-    Transform,
-    get_result_steps,
-    list_results_steps,
-    transform_result,
-)
 from langmem_plugin.services.context.results import (
     RESULT_TOOL_NAMES,
     ResultsConfig,
@@ -58,6 +49,14 @@ from langmem_plugin.services.context.window import (
     read_messages,
     trim_window,
     window_removals,
+)
+from langmem_plugin.services.stored_results import (
+    StoredResult,
+    Transform,
+    get_result_steps,
+    head_tokens,
+    list_results_steps,
+    transform_result,
 )
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``ResultsConfig(model_compactor=ModelCompactor(model))`` asks any chat model for the short
 description a citation shows once a result is compacted (see
 :mod:`~langmem_plugin.services.context.results`), instead of the extractive one
-(:func:`~langmem_plugin.services.context.compactors.compact`: title and lead, JSON keys, table
+(:func:`~langmem_plugin.services.stored_results.compactors.compact`: title and lead, JSON keys, table
 columns). The model reads the result with the run's focus: the plan's goal and the user's last
 message, so the description keeps what the agent is looking for.
 
@@ -56,8 +56,7 @@ from langmem_plugin.core.fence import quote
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.context.compactors import head_tokens
-from langmem_plugin.services.context.patterns import without_surrogates
+from langmem_plugin.services.stored_results import head_tokens, without_surrogates
 
 __all__ = [
     "DEFAULT_COMPACTOR_PROMPT",

@@ -2,7 +2,7 @@
 
 A tool result over :attr:`ResultsConfig.min_chars` (of a tool the include and
 exclude lists allow) is written to the ``results`` compartment, owned by the run's
-user and exact thread (:mod:`~langmem_plugin.services.context.result_store`:
+user and exact thread (:mod:`~langmem_plugin.services.stored_results.result_store`:
 ``(..., "results", thread_id, "user", user_id)``) and with a TTL, under a short id
 derived from its tool-call id (so a replay writes nothing new), as a
 :class:`~langmem_plugin.core.record.MemoryRecord` of kind ``tool_result`` with the tool,
@@ -24,7 +24,7 @@ What the model sees of a stored result (:func:`results_view`):
    every result seen so far at once, down to :attr:`ResultsConfig.compact_target` of it — or
    once the model has been called :attr:`ResultsConfig.keep_calls` times with it (per tool:
    :attr:`ResultsConfig.keep_calls_by_tool`; no limit by default): a citation — id, tool,
-   arguments, size, a short description (:mod:`~langmem_plugin.services.context.compactors`, or a
+   arguments, size, a short description (:mod:`~langmem_plugin.services.stored_results.compactors`, or a
    chat model's written in the background: :mod:`~langmem_plugin.services.context.model_compactor`)
    and how to get the rest.
 
@@ -66,16 +66,17 @@ from langmem_plugin.core.fence import quote
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_message_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.context.compactors import (
-    Compactor,
-    compact,
-    head_tokens,
-)
 from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
-from langmem_plugin.services.context.patterns import without_surrogates
-from langmem_plugin.services.context.result_store import PendingResult, store_results_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.stored_results import (
+    Compactor,
+    PendingResult,
+    compact,
+    head_tokens,
+    store_results_steps,
+    without_surrogates,
+)
 
 __all__ = [
     "RESULT_TOOL_NAMES",
@@ -441,7 +442,7 @@ def results_update_steps(
         stored: the ``tool_results`` state value.
         compacted: the ``compacted`` state value.
         scope: whose results (``user_id`` and ``thread_id``:
-            :func:`~langmem_plugin.services.context.result_store.results_namespace`).
+            :func:`~langmem_plugin.services.stored_results.result_store.results_namespace`).
         layout: where the results compartment lives.
         config: what is stored and when it is compacted.
         keys: the state keys of ``tool_results`` and ``compacted``.

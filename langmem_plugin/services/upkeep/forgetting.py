@@ -373,7 +373,7 @@ def _theirs(item: Item, place: tuple[str, ...], user_id: str, *, whole: bool) ->
     """Whether ``item`` (found under ``place``) is the user's to remove.
 
     Below a thread's namespace, a namespace ``(..., "user", <id>)`` is owned by that user (how
-    stored tool results are kept: ``services.context.result_store``): the user's own go, another
+    stored tool results are kept: ``services.stored_results.result_store``): the user's own go, another
     user's stay. Anything else goes when the whole place is the user's (``whole``: not a thread
     another user has too); in a shared thread, only its conversation summary, which quotes every
     user of the thread.

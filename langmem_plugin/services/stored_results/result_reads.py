@@ -2,7 +2,7 @@
 
 The results are written by :mod:`~langmem_plugin.services.context.results`; here they are
 read, as store steps, from the scope's own results only: the namespace of its user and its
-exact thread (:func:`~langmem_plugin.services.context.result_store.results_namespace`), and of
+exact thread (:func:`~langmem_plugin.services.stored_results.result_store.results_namespace`), and of
 the items there, only those whose owner fingerprint is the scope's. An id is taken exactly as
 given (``r`` + 12 hex digits; no strip). An unknown, expired or someone else's id raises
 :class:`~langmem_plugin.errors.MemoryNotFoundError` (the same answer for all three), a request
@@ -24,7 +24,9 @@ from langmem_plugin.core.fence import quote
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
-from langmem_plugin.services.context.compactors import (
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.stored_results.compactors import (
     compact,
     excerpt,
     extractive_summary,
@@ -35,9 +37,7 @@ from langmem_plugin.services.context.compactors import (
     page_of,
     shape_of,
 )
-from langmem_plugin.services.context.result_store import is_owned, results_namespace
-from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.stored_results.result_store import is_owned, results_namespace
 
 __all__ = ["StoredResult", "Transform", "get_result_steps", "list_results_steps", "transform_result"]
 

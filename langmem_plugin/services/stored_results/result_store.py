@@ -6,7 +6,7 @@ by default, thread id exact) followed by the user: ``(..., "user", user_id)``, o
 ``(..., "no-user")`` for a run without one. Two users who share a thread id never share a
 namespace, and a search of one never reaches the other's (no owner namespace is a prefix of
 another). The record also carries an :func:`owner` fingerprint of ``(user_id, thread_id)``, and
-every read (:mod:`~langmem_plugin.services.context.result_reads`) checks it as well as the
+every read (:mod:`~langmem_plugin.services.stored_results.result_reads`) checks it as well as the
 namespace: a guessed or known id of another user's result reads as "no such result".
 
 **Never fatal.** Whatever a tool returned, what is written is valid for every store of ours
@@ -42,9 +42,9 @@ from langgraph.store.base import GetOp, Item, PutOp
 from langmem_plugin.core.record import MemoryKind, MemoryRecord
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidRecordError, InvalidValueError
-from langmem_plugin.services.context.patterns import without_surrogates
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.stored_results.patterns import without_surrogates
 
 __all__ = [
     "MAX_CONTENT_BYTES",

@@ -17,8 +17,8 @@ past the end) raises :class:`~langmem_plugin.errors.InvalidFilterError`, whose
 message says what to do.
 
 Everything here takes bounded time over any text: patterns (the model's and ours over tool
-output) run on RE2 (:mod:`~langmem_plugin.services.context.patterns`), JSON is read only when
-it nests at most 100 levels (:mod:`~langmem_plugin.services.context.json_text`; deeper is
+output) run on RE2 (:mod:`~langmem_plugin.services.stored_results.patterns`), JSON is read only when
+it nests at most 100 levels (:mod:`~langmem_plugin.services.stored_results.json_text`; deeper is
 text), and a description reads only the start of a long text.
 
 >>> compact('[{"name": "a", "size": 1}, {"name": "b", "size": 2}]', 200)
@@ -37,10 +37,10 @@ from typing import Any, Literal
 
 from langmem_plugin.core.tokens import encoding_for_model
 from langmem_plugin.errors import InvalidFilterError
-from langmem_plugin.services.context.json_text import dump as _dump
-from langmem_plugin.services.context.json_text import json_path, parse_path, walk
-from langmem_plugin.services.context.json_text import parse_json as _parse_json
-from langmem_plugin.services.context.patterns import (
+from langmem_plugin.services.stored_results.json_text import dump as _dump
+from langmem_plugin.services.stored_results.json_text import json_path, parse_path, walk
+from langmem_plugin.services.stored_results.json_text import parse_json as _parse_json
+from langmem_plugin.services.stored_results.patterns import (
     fixed_pattern,
     matching,
     model_pattern,
