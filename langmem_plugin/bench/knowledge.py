@@ -11,7 +11,8 @@ The row of a splitter is the mean share of evidence turns shown, the knowledge t
 and the chunks made. Conversations differ from handbooks, but they are real text with labels of
 what each question needs, which no other set here has.
 
-The splitters (all at the default 300 tokens of the default tokenizer):
+The splitters (all at the default chunk size, :data:`DEFAULT_CHUNK_TOKENS` tokens of the default
+tokenizer, or ``--tokens``):
 
 - ``paragraph``: the packer this package used before (:class:`ParagraphSplitter`): paragraphs
   packed while they fit, a heading starts a chunk, a long paragraph split by sentences;
@@ -40,11 +41,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
 
 from langmem_plugin.bench.datasets import locomo_path
-from langmem_plugin.bench.locomo.data import Conversation, load_locomo
+from langmem_plugin.bench.locomo.data import Conversation, load_conversations
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.fence import quote
 from langmem_plugin.core.tokens import count_tokens, encoding_for_model
-from langmem_plugin.services.knowledge import section_splitter
+from langmem_plugin.services.knowledge import DEFAULT_CHUNK_TOKENS, MIN_CHUNK_TOKENS, section_splitter
 
 __all__ = [
     "SPLITTERS",
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 DEFAULT_DATA = locomo_path()  # data/locomo/locomo10.json in the checkout, or $LANGMEM_PLUGIN_DATA
-CHUNK_TOKENS = 300
+CHUNK_TOKENS = DEFAULT_CHUNK_TOKENS
 
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -188,32 +189,38 @@ def _one(conversation: Conversation, splitter: TextSplitter) -> tuple[list[float
 
 
 def run_knowledge_bench(
-    data: Path = DEFAULT_DATA, *, conversations: Sequence[int] | None = None, splitters: Sequence[str] = ()
+    data: Path = DEFAULT_DATA,
+    *,
+    conversations: Sequence[int] | None = None,
+    splitters: Sequence[str] = (),
+    tokens: Sequence[int] = (),
 ) -> list[KnowledgeRow]:
-    """One row per splitter over the chosen conversations (all by default), in one run."""
-    loaded = load_locomo(data)
+    """One row per splitter and chunk size over the chosen conversations (all by default), in one
+    run; ``data`` is LoCoMo's file or REALTALK's folder (the LoCoMo loader reads both)."""
+    loaded = load_conversations(data).conversations
     chosen = [loaded[i] for i in conversations] if conversations is not None else loaded
     rows = []
-    for name in splitters or SPLITTERS:
-        started = time.perf_counter()
-        shown: list[float] = []
-        tokens: list[int] = []
-        chunks = 0
-        for conversation in chosen:
-            s, t, c = _one(conversation, SPLITTERS[name](CHUNK_TOKENS))
-            shown += s
-            tokens += t
-            chunks += c
-        rows.append(
-            KnowledgeRow(
-                name,
-                100 * statistics.fmean(shown) if shown else 0.0,
-                len(shown),
-                statistics.fmean(tokens) if tokens else 0.0,
-                chunks,
-                time.perf_counter() - started,
+    for size in tokens or (CHUNK_TOKENS,):
+        for name in splitters or SPLITTERS:
+            started = time.perf_counter()
+            shown: list[float] = []
+            spent: list[int] = []
+            chunks = 0
+            for conversation in chosen:
+                s, t, c = _one(conversation, SPLITTERS[name](size))
+                shown += s
+                spent += t
+                chunks += c
+            rows.append(
+                KnowledgeRow(
+                    name if not tokens else f"{name} @ {size}",
+                    100 * statistics.fmean(shown) if shown else 0.0,
+                    len(shown),
+                    statistics.fmean(spent) if spent else 0.0,
+                    chunks,
+                    time.perf_counter() - started,
+                )
             )
-        )
     return rows
 
 
@@ -313,9 +320,14 @@ def _indices(text: str) -> list[int]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: print one row per splitter."""
     parser = argparse.ArgumentParser(prog="python -m langmem_plugin.bench.knowledge", description=__doc__)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="locomo10.json, or the REALTALK folder"
+    )
     parser.add_argument("--conversations", default=None, help="indices such as 0-4 or 0,3 (default: all)")
     parser.add_argument("--splitters", default="", help=f"comma-separated, of {', '.join(SPLITTERS)}")
+    parser.add_argument(
+        "--tokens", default="", help=f"chunk sizes to compare, e.g. 150,200,300 (default {CHUNK_TOKENS})"
+    )
     parser.add_argument(
         "--pdf", type=int, default=0, metavar="PAGES", help="instead: add a PDF of PAGES pages"
     )
@@ -334,7 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := [s for s in names if s not in SPLITTERS]:
         parser.error(f"unknown splitter(s) {unknown}; choose from {list(SPLITTERS)}")
     chosen = _indices(args.conversations) if args.conversations else None
-    rows = run_knowledge_bench(args.data, conversations=chosen, splitters=names)
+    try:
+        sizes = [int(t) for t in args.tokens.split(",") if t]
+    except ValueError:
+        parser.error(f"--tokens takes whole numbers such as 150,200,300, got {args.tokens!r}")
+    if any(size < MIN_CHUNK_TOKENS for size in sizes):
+        parser.error(f"--tokens: each size is at least {MIN_CHUNK_TOKENS}")
+    rows = run_knowledge_bench(args.data, conversations=chosen, splitters=names, tokens=sizes)
     header = ["splitter", "evidence shown %", "questions", "knowledge tokens", "chunks", "seconds"]
     body = [
         [r.splitter, f"{r.shown:.1f}", r.questions, f"{r.tokens:.0f}", r.chunks, f"{r.seconds:.0f}"]

@@ -20,7 +20,12 @@ This is the door: other rooms and the surfaces use the names below.
 """
 
 from langmem_plugin.services.knowledge.sources import READ_SUFFIXES, Source, read_sources
-from langmem_plugin.services.knowledge.splitting import default_splitter, section_splitter
+from langmem_plugin.services.knowledge.splitting import (
+    DEFAULT_CHUNK_TOKENS,
+    MIN_CHUNK_TOKENS,
+    default_splitter,
+    section_splitter,
+)
 from langmem_plugin.services.knowledge.steps import (
     AddedDocument,
     DocumentSource,
@@ -33,6 +38,8 @@ from langmem_plugin.services.knowledge.steps import (
 )
 
 __all__ = [
+    "DEFAULT_CHUNK_TOKENS",
+    "MIN_CHUNK_TOKENS",
     "READ_SUFFIXES",
     "AddedDocument",
     "DocumentSource",

@@ -25,7 +25,7 @@ from langmem_plugin.core.record import MemoryKind, MemoryRecord, clean_text
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError, MemoryLimitError, shown
 from langmem_plugin.services.knowledge.sources import Source, read_sources, shown_metadata
-from langmem_plugin.services.knowledge.splitting import default_splitter
+from langmem_plugin.services.knowledge.splitting import DEFAULT_CHUNK_TOKENS, default_splitter
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.limits import bound_of, bounded_steps, list_steps
 from langmem_plugin.services.operations import INDEX_FIELDS, to_stored
@@ -198,7 +198,7 @@ def add_documents(
     agent: str | None = None,
     layout: MemoryLayout | None = None,
     scope: Scope | None = None,
-    chunk_tokens: int = 300,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     model: str | None = None,
     splitter: TextSplitter | None = None,
     progress: bool | None = None,
@@ -244,7 +244,7 @@ async def aadd_documents(
     agent: str | None = None,
     layout: MemoryLayout | None = None,
     scope: Scope | None = None,
-    chunk_tokens: int = 300,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     model: str | None = None,
     splitter: TextSplitter | None = None,
     progress: bool | None = None,
