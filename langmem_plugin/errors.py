@@ -35,6 +35,7 @@ The tree::
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
 
@@ -222,3 +223,24 @@ def shown(value: Any) -> str:
     except Exception:  # a hostile __repr__ must not hide the real error
         text = f"<{type(value).__name__} object>"
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password, for an error message (``postgresql://u:***@host/db``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a connection string that is not a URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line with no character a terminal would act on: each character that is
+    not printable (controls, line breaks, format characters such as bidi overrides) as its
+    escape, e.g. ``\\x1b``."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -8,14 +8,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from langmem_plugin.errors import one_line
+
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose error is one line on stderr, with the fix, and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
         # One line whatever was typed: a line break inside an argument is shown escaped.
-        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-        self.exit(2, f"{self.prog}: {line} (see: {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {one_line(message)} (see: {self.prog} --help)\n")
 
 
 def _count(minimum: int) -> Callable[[str], int]:

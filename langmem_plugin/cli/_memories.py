@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from langmem_plugin import __version__
 from langmem_plugin.cli._arguments import _count, _Parser, _port
-from langmem_plugin.errors import LangMemPluginError
+from langmem_plugin.errors import LangMemPluginError, one_line
 from langmem_plugin.inspector.hosts import is_loopback
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _add_memories(commands: Any) -> None:
 def _one_line(error: object) -> str:
     """An error's message (or a value typed on the command line) on one line, with no character
     a terminal would act on."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error))
+    return one_line(str(error))
 
 
 def _memories(args: argparse.Namespace) -> int:

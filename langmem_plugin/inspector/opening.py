@@ -33,7 +33,13 @@ from typing import Literal
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec
-from langmem_plugin.errors import ConfigurationError, MissingDependencyError, StoreError, StoreLockedError
+from langmem_plugin.errors import (
+    ConfigurationError,
+    MissingDependencyError,
+    StoreError,
+    StoreLockedError,
+    redacted_url,
+)
 from langmem_plugin.surfaces import memory_index
 
 __all__ = ["ACCEPTED", "open_store"]
@@ -96,7 +102,7 @@ def classify(spec: str) -> tuple[Kind, str]:
         return "postgres", spec
     if re.match(r"^[a-z][a-z0-9+.-]*://", lowered):
         raise ConfigurationError(
-            f"no store is served at {_redacted(spec)!r} (unknown scheme): pass {ACCEPTED}"
+            f"no store is served at {redacted_url(spec)!r} (unknown scheme): pass {ACCEPTED}"
         )
     try:
         path = Path(spec).expanduser()
@@ -134,11 +140,6 @@ def _is_sqlite(path: Path) -> bool:
             return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
     except OSError:
         return False
-
-
-def _redacted(url: str) -> str:
-    """``url`` without the password of its ``user:password@``."""
-    return re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
 
 
 def _opened(
@@ -235,12 +236,12 @@ def _qdrant_server(url: str, embeddings: EmbeddingsSpec | None) -> Iterator[Base
     try:
         exists = client.collection_exists(_COLLECTION)
     except Exception as exc:  # the client's transport errors: refused, timed out, bad key
-        raise StoreError(f"could not reach the Qdrant server at {_redacted(url)}: {exc}") from None
+        raise StoreError(f"could not reach the Qdrant server at {redacted_url(url)}: {exc}") from None
     finally:
         client.close()
     if not exists:
         raise ConfigurationError(
-            f"the Qdrant server at {_redacted(url)} has no {_COLLECTION!r} collection: no memory store "
+            f"the Qdrant server at {redacted_url(url)} has no {_COLLECTION!r} collection: no memory store "
             "there (a store is opened, never created)"
         )
     with QdrantStore(

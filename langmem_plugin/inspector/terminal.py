@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from langmem_plugin.errors import one_line
 from langmem_plugin.services.history import HistoryEntry
 from langmem_plugin.services.inspect import Catalog, MemoryDetail, MemoryPage
 from langmem_plugin.services.recall import Recall
@@ -53,10 +54,7 @@ def visible(value: object) -> str:
     >>> visible("ok\\x1b[2J\\r\\nnext\\u202e")
     'ok\\\\x1b[2J\\\\r\\\\nnext\\\\u202e'
     """
-    text = "-" if value is None else value if isinstance(value, str) else str(value)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return one_line("-" if value is None else value if isinstance(value, str) else str(value))
 
 
 def _char_width(char: str) -> int:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from langmem_plugin.errors import ConfigurationError, StoreConfigMismatchError, StoreError
 
@@ -33,7 +32,6 @@ __all__ = [
     "VECTOR_MIGRATIONS",
     "VECTOR_REQUIRED",
     "check_statements",
-    "redacted",
     "translated",
 ]
 
@@ -105,18 +103,6 @@ def check_statements() -> dict[str, str]:
             WHERE attrelid = 'store_vectors'::regclass AND attname = 'embedding'
         """,
     }
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password, for an error message."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<a connection string that is not a URL>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def schema_error(what: str) -> StoreError:

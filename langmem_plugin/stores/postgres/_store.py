@@ -22,7 +22,7 @@ from langmem_plugin.core.bounded import BoundedWrite, ItemLimits, overflow, room
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.lexical import BM25Encoder
-from langmem_plugin.errors import ConfigurationError, MissingDependencyError, StoreError
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError, StoreError, redacted_url
 from langmem_plugin.stores._common import (
     Clock,
     TTLSettings,
@@ -169,7 +169,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             StoreConfigMismatchError: the database's vectors have other dims than ``index``.
             EmbedderMismatchError: the database's vectors were made by another embedder.
         """
-        target = _schema.redacted(conn_string)
+        target = redacted_url(conn_string)
         kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         with _schema.translated("connect", target):
             if pool_config is not None:
