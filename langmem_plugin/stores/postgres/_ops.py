@@ -21,10 +21,10 @@ from langmem_plugin.stores._common import index_texts, parse_filter
 from langmem_plugin.stores.postgres._sql import (
     ITEM_COLUMNS,
     LIVE,
-    NEWEST,
     Filtered,
     dense_candidates,
     namespace_text,
+    newest,
     prefix_condition,
     refreshing,
     split_filter,
@@ -102,7 +102,7 @@ def search_without_query(op: SearchOp, now: datetime, refresh: bool) -> tuple[St
     select = f"""
         SELECT {ITEM_COLUMNS}, NULL::float8 AS score FROM store s
         WHERE {prefix_condition("s.prefix", op.namespace_prefix, params)} AND {LIVE} AND {filtered.sql}
-        ORDER BY {NEWEST} {page}
+        ORDER BY {newest(op.namespace_prefix)} {page}
     """
     return (refreshing(select, refresh and not filtered.residual), params), filtered
 
