@@ -288,19 +288,21 @@ def dense_candidates(
     if limit is not None:
         params["limit"] = limit
         page = "LIMIT %(limit)s OFFSET %(offset)s"
+    # each distance computed once: the sort key is the output column (an expression written twice
+    # in one target list and ORDER BY is computed twice per vector)
     vectors = f"""
-        SELECT v.prefix, v.key, 1 - (v.embedding <=> %(vec)s::{vector_type}) AS score
+        SELECT v.prefix, v.key, v.embedding <=> %(vec)s::{vector_type} AS distance
         FROM ({_vectors_under(prefix, params)}) v
     """
     ranked = ""
     if cap is not None:  # the best vectors first (a top-N sort, no aggregate over the namespace)
         params |= {"cap": cap, "cap_vectors": cap * max(1, vectors_per_item)}
-        vectors += f" ORDER BY v.embedding <=> %(vec)s::{vector_type} LIMIT %(cap_vectors)s"
+        vectors += " ORDER BY distance LIMIT %(cap_vectors)s"
         ranked = "ORDER BY score DESC LIMIT %(cap)s"
     select = f"""
         SELECT {ITEM_COLUMNS}, d.score
         FROM (
-            SELECT b.prefix, b.key, max(b.score) AS score FROM ({vectors}) b
+            SELECT b.prefix, b.key, 1 - min(b.distance) AS score FROM ({vectors}) b
             GROUP BY b.prefix, b.key
             {ranked}
         ) d
