@@ -91,6 +91,22 @@ def _run_bench(args: argparse.Namespace) -> int:
         print(f"langmem-plugin {__version__} — forgetting {args.facts} facts of a LoCoMo conversation")
         print(run_forgetting_bench(args.data, facts=args.facts, seed=args.seed).table())
         return 0
+    if args.bench == "updates":
+        from langmem_plugin.bench.updates import example_failures, run_updates_bench
+
+        print(
+            f"langmem-plugin {__version__} — knowledge updates: {args.histories} generated histories "
+            f"(seed {args.seed}), each fact stated then updated; Memory() defaults, MiniLM"
+        )
+        updates = run_updates_bench(histories=args.histories, seed=args.seed, progress=print)
+        rate = updates.exchanges / updates.import_seconds if updates.import_seconds else float("nan")
+        print(f"{updates.exchanges} exchanges imported at {rate:.0f}/s\n")
+        print(updates.table())
+        print()
+        print(updates.kinds_table())
+        for line in example_failures(updates):
+            print(f"only older: {line}")
+        return 0
     if args.bench == "plan":
         from langmem_plugin.bench.plan import run_plan_bench
 
@@ -174,6 +190,15 @@ def _add_benchmarks(benches: Any) -> None:
     )
     forgetting.add_argument("--facts", type=_count(1), default=100, help="facts to forget (default 100)")
     forgetting.add_argument("--seed", type=int, default=0, help="which facts (default 0)")
+    updates = benches.add_parser(
+        "updates",
+        help="facts stated then updated in generated chats: is the newer statement injected, not only "
+        "the older",
+    )
+    updates.add_argument(
+        "--histories", type=_count(1), default=10, help="generated histories, ~10 facts each (default 10)"
+    )
+    updates.add_argument("--seed", type=int, default=0, help="which histories (default 0)")
     context = benches.add_parser(
         "context",
         help="prompt tokens per call, prefix kept, results retrievable: no management, LangChain's "
