@@ -176,3 +176,21 @@ def test_a_dense_list_behind_many_expired_items_is_read_again_whole(
     got = _one(store, CandidateQuery(("x",), "zeppelin zeppelin harbour", limit=1))
     assert [i.key for i in got.dense] == ["live"]
     assert [i.key for i in got.lexical] == ["live"]
+
+
+def test_ties_are_cut_in_the_contract_order_under_a_prefix(
+    open_store: Callable[..., PostgresMemoryStore],
+) -> None:
+    # equal scores and one write time: the limit cuts by namespace labels, then key — the
+    # searched namespace first, then its children label by label ("b" < "b.x" < "b-c", though
+    # "-" sorts before "." as text)
+    store = open_store(clock=FakeClock())
+    namespaces = [("t", "b-c"), ("t", "b", "x"), ("t",), ("t", "b"), ("t", " ")]
+    store.batch([PutOp(ns, key, {"content": "violin lessons"}) for ns in namespaces for key in ("2", "1")])
+    order = sorted(((ns, key) for ns in namespaces for key in ("2", "1")), key=lambda p: (list(p[0]), p[1]))
+    assert _pairs(store.search(("t",), limit=20)) == order
+    assert _pairs(store.search(("t",), limit=3)) == order[:3]
+    for limit in (3, 7, 20):
+        got = _one(store, CandidateQuery(("t",), "violin lessons", limit=limit))
+        assert _pairs(got.dense) == _pairs(got.lexical) == order[:limit]
+        assert _pairs(store.search(("t",), query="violin lessons", limit=limit)) == order[:limit]
