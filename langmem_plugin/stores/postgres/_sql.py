@@ -27,6 +27,7 @@ from typing import Any
 from langmem_plugin.stores._common import Condition
 
 __all__ = [
+    "GATED_TERMS",
     "ITEM_COLUMNS",
     "Filtered",
     "dense_candidates",
@@ -45,6 +46,13 @@ ITEM_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
 
 #: An item that is live at ``%(now)s``.
 LIVE = "(s.expires_at IS NULL OR s.expires_at > %(now)s)"
+
+#: From this many query terms on, the document frequencies are counted in the items that hold one
+#: of them only (an overlap test per item first, kept to one per item by the ``OFFSET 0`` fence),
+#: instead of looking every term up in every item: for 5 terms over 10k items of ~11 terms
+#: (LoCoMo's turns) about 8 -> 6 ms; for 1 or 2 terms, where the test costs about what it saves,
+#: each term is looked up directly.
+GATED_TERMS = 3
 
 #: The order of a search without a query (the contract): newest first, then namespace, then key.
 NEWEST = 's.updated_at DESC, string_to_array(s.prefix, \'.\') COLLATE "C", s.key COLLATE "C"'
@@ -188,11 +196,21 @@ def lexical_with_stats(
     )
     score = " + ".join(f"coalesce(idf.i{i} * s.lexical_weights[{position.format(i=i)}], 0)" for i in slots)
     holds = "s.lexical_terms && %(terms)s::bigint[]" if terms else "FALSE"
-    statement = f"""
-        WITH stats AS (
+    stats = f"""
+        SELECT count(*) AS total, ARRAY[{counts}]::bigint[] AS freqs
+        FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
+    """
+    if len(terms) >= GATED_TERMS:
+        stats = f"""
             SELECT count(*) AS total, ARRAY[{counts}]::bigint[] AS freqs
-            FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
-        ),
+            FROM (
+                SELECT CASE WHEN {holds} THEN s.lexical_terms END AS lexical_terms
+                FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
+                OFFSET 0
+            ) s
+        """
+    statement = f"""
+        WITH stats AS ({stats}),
         idf AS MATERIALIZED (SELECT st.total, st.freqs{idfs} FROM stats st),
         hits AS (
             SELECT {ITEM_COLUMNS}, ({score or "0"})::float8 AS score
