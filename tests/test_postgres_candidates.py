@@ -194,3 +194,32 @@ def test_ties_are_cut_in_the_contract_order_under_a_prefix(
         got = _one(store, CandidateQuery(("t",), "violin lessons", limit=limit))
         assert _pairs(got.dense) == _pairs(got.lexical) == order[:limit]
         assert _pairs(store.search(("t",), query="violin lessons", limit=limit)) == order[:limit]
+
+
+def test_the_two_lexical_shapes_give_the_same_lists(
+    open_store: Callable[..., PostgresMemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # terms seen as common read the namespace twice; others keep the items holding a term
+    from langmem_plugin.stores.postgres import _candidates
+
+    store = open_store()
+    _fill(store)  # type: ignore[arg-type]
+    queries = [
+        CandidateQuery(("conv",), "Caroline sunset painting", limit=7),
+        CandidateQuery(("conv", "a"), "Melanie", limit=5),
+        CandidateQuery(("conv",), "violin lessons", limit=50, filter={"metadata.session": 1}),
+        CandidateQuery(("conv", "c"), "Caroline", limit=3),
+        CandidateQuery(("conv",), "zanzibar", limit=3),
+    ]
+    answers = []
+    for share in (0.0, float("inf")):  # every query common, then none
+        monkeypatch.setattr(_candidates, "COMMON_SHARE", share)
+        store.search_candidates(queries)  # the counts the next call decides by
+        got = store.search_candidates(queries)
+        answers.append([([*map(_scored, c.dense)], [*map(_scored, c.lexical)], c.dense_query) for c in got])
+    assert answers[0] == answers[1]
+    assert any(lexical for _, lexical, _ in answers[0])
+
+
+def _scored(item: SearchItem) -> tuple[tuple[str, ...], str, float]:
+    return (tuple(item.namespace), item.key, round(item.score or 0.0, 6))

@@ -41,12 +41,17 @@ from langmem_plugin.stores._validation import validate_op
 from langmem_plugin.stores.postgres._ops import item_of
 from langmem_plugin.stores.postgres._sql import Filtered, dense_candidates, lexical_with_stats, split_filter
 
-__all__ = ["CAP_MARGIN", "OVERFETCH", "CandidatePlan", "Verdicts", "plan_queries", "shaped"]
+__all__ = ["CAP_MARGIN", "COMMON_SHARE", "OVERFETCH", "CandidatePlan", "Verdicts", "plan_queries", "shaped"]
 
 #: How many rows a list reads per candidate when part of the filter is checked in Python.
 OVERFETCH = 8
 #: Without a filter, the dense list joins its best ``limit + CAP_MARGIN`` vectors' items only.
 CAP_MARGIN = 16
+#: The query's terms are *common* under a prefix when, at the last count, the items holding them
+#: add up to this share of the searched items or more: the lexical part then reads the namespace
+#: twice rather than keeping the items that hold a term (see :func:`~._sql.lexical_with_stats`;
+#: the same lists either way).
+COMMON_SHARE = 0.5
 _MAX_SCOPES = 10_000
 
 
@@ -79,6 +84,7 @@ class CandidatePlan:
     terms: list[int]
     scope: str
     guess: str = ""
+    common: bool = False
     total: int = 0
     freqs: dict[int, int] = field(default_factory=dict)
 
@@ -98,7 +104,8 @@ class CandidatePlan:
         return not self.filtered.residual
 
     def guess_text(self, verdicts: Verdicts, encoder: BM25Encoder) -> str:
-        """The dense text the last counts under this prefix and filter give (see the module)."""
+        """The dense text the last counts under this prefix and filter give (see the module); the
+        same counts say whether the query's terms are common there (:func:`~._sql.lexical_with_stats`)."""
         seen = verdicts.get(self.scope)
         q = self.query
         if seen is None:
@@ -108,6 +115,7 @@ class CandidatePlan:
             self.guess = without_background(
                 q.query, encoder, freqs.get, total, q.background_df, q.background_min_docs
             )
+            self.common = total > 0 and sum(freqs.get(t, 0) for t in self.terms) >= COMMON_SHARE * total
         return self.guess
 
     def dense_text(self, encoder: BM25Encoder) -> str | None:
@@ -123,7 +131,7 @@ class CandidatePlan:
         params: dict[str, Any] = {}
         filtered = split_filter(parse_filter(self.query.filter), params)
         statement, own = lexical_with_stats(
-            self.query.namespace_prefix, filtered, self.terms, self.limit, now
+            self.query.namespace_prefix, filtered, self.terms, self.limit, now, common=self.common
         )
         return statement, own | params, self.refresh_ok
 

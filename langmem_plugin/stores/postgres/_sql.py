@@ -27,7 +27,6 @@ from typing import Any
 from langmem_plugin.stores._common import Condition
 
 __all__ = [
-    "GATED_TERMS",
     "ITEM_COLUMNS",
     "Filtered",
     "dense_candidates",
@@ -46,13 +45,6 @@ ITEM_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
 
 #: An item that is live at ``%(now)s``.
 LIVE = "(s.expires_at IS NULL OR s.expires_at > %(now)s)"
-
-#: From this many query terms on, the document frequencies are counted in the items that hold one
-#: of them only (an overlap test per item first, kept to one per item by the ``OFFSET 0`` fence),
-#: instead of looking every term up in every item: for 5 terms over 10k items of ~11 terms
-#: (LoCoMo's turns) about 8 -> 6 ms; for 1 or 2 terms, where the test costs about what it saves,
-#: each term is looked up directly.
-GATED_TERMS = 3
 
 #: The order of a search without a query (the contract): newest first, then namespace, then key.
 NEWEST = 's.updated_at DESC, string_to_array(s.prefix, \'.\') COLLATE "C", s.key COLLATE "C"'
@@ -170,19 +162,28 @@ def newest(prefix: Sequence[str], name: str = "ns") -> str:
 
 
 def lexical_with_stats(
-    prefix: Sequence[str], filtered: Filtered, terms: Sequence[int], limit: int, now: datetime
+    prefix: Sequence[str],
+    filtered: Filtered,
+    terms: Sequence[int],
+    limit: int,
+    now: datetime,
+    *,
+    common: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The BM25 top-``limit`` under ``prefix``, after one row of statistics.
 
     The first row has no item (``prefix`` NULL): ``total``, the live, lexically indexed items
-    searched, and ``freqs``, how many of them hold each of ``terms`` (in order), counted in one pass
-    over the namespace. The rows after it are the items that hold a term, scored
-    ``Σ idf(term) × weight(term, item)`` over the query's terms,
-    ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` from those counts — the score ``BM25Index``
-    (``CheckpointerStore``) gives the same items.
+    searched, and ``freqs``, how many of them hold each of ``terms`` (in order). The rows after it
+    are the items that hold a term, scored ``Σ idf(term) × weight(term, item)`` over the query's
+    terms, ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` from those counts — the score ``BM25Index``
+    (``CheckpointerStore``) gives the same items. Each term is its own parameter and the score one
+    expression per item (a lookup in the item's arrays per term, the idf computed once).
 
-    Each term is its own parameter and the score one expression per item (a lookup in the item's
-    arrays per term, the idf computed once): no per-item subquery, no unnesting.
+    Two shapes, the same rows: by default the items that hold a term are read once (Postgres may
+    intersect the GIN index on ``lexical_terms`` with the prefix's), kept, and both counted and
+    ranked, while the total is a count of the namespace; with ``common`` (the terms were in half
+    the searched items or more last time) the namespace is read twice instead — once counting every
+    term in every item, once ranking — which is cheaper than keeping that many items.
     """
     params: dict[str, Any] = {"now": now, "terms": list(terms), "limit": limit}
     where = f"{prefix_condition('s.prefix', prefix, params)} AND {LIVE} AND {filtered.sql}"
@@ -194,31 +195,44 @@ def lexical_with_stats(
         f", ln(1 + (st.total - st.freqs[{i}] + 0.5)::float8 / (st.freqs[{i}] + 0.5)::float8) AS i{i}"
         for i in slots
     )
-    score = " + ".join(f"coalesce(idf.i{i} * s.lexical_weights[{position.format(i=i)}], 0)" for i in slots)
+    weighted = [f"coalesce(idf.i{i} * s.lexical_weights[{position.format(i=i)}], 0)" for i in slots]
+    score = f"({' + '.join(weighted) or '0'})::float8"
     holds = "s.lexical_terms && %(terms)s::bigint[]" if terms else "FALSE"
-    stats = f"""
-        SELECT count(*) AS total, ARRAY[{counts}]::bigint[] AS freqs
-        FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
-    """
-    if len(terms) >= GATED_TERMS:
-        stats = f"""
+    if common:
+        ranked = f"""
+        stats AS (
             SELECT count(*) AS total, ARRAY[{counts}]::bigint[] AS freqs
-            FROM (
-                SELECT CASE WHEN {holds} THEN s.lexical_terms END AS lexical_terms
-                FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
-                OFFSET 0
-            ) s
-        """
-    statement = f"""
-        WITH stats AS ({stats}),
+            FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL
+        ),
         idf AS MATERIALIZED (SELECT st.total, st.freqs{idfs} FROM stats st),
         hits AS (
-            SELECT {ITEM_COLUMNS}, ({score or "0"})::float8 AS score
-            FROM store s, idf
+            SELECT {ITEM_COLUMNS}, {score} AS score FROM store s, idf
             WHERE {where} AND {holds}
             ORDER BY score DESC, {newest(prefix)}
             LIMIT %(limit)s
-        )
+        )"""
+    else:
+        ranked = f"""
+        held AS MATERIALIZED (
+            SELECT s.prefix, s.key, s.updated_at, s.lexical_terms, s.lexical_weights
+            FROM store s WHERE {where} AND {holds}
+        ),
+        stats AS (
+            SELECT (SELECT count(*) FROM store s WHERE {where} AND s.lexical_terms IS NOT NULL) AS total,
+                   ARRAY[{counts}]::bigint[] AS freqs
+            FROM held s
+        ),
+        idf AS MATERIALIZED (SELECT st.total, st.freqs{idfs} FROM stats st),
+        best AS (
+            SELECT s.prefix, s.key, {score} AS score FROM held s, idf
+            ORDER BY score DESC, {newest(prefix)}
+            LIMIT %(limit)s
+        ),
+        hits AS (
+            SELECT {ITEM_COLUMNS}, b.score FROM best b JOIN store s ON s.prefix = b.prefix AND s.key = b.key
+        )"""
+    statement = f"""
+        WITH {ranked}
         SELECT NULL::text AS prefix, NULL::text AS key, NULL::jsonb AS value,
                NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at, NULL::float8 AS score,
                idf.total, idf.freqs
