@@ -29,7 +29,7 @@ def add_parsers(
     benches: Any, names: Callable[[Sequence[str], str], Callable[[str], tuple[str, ...]]]
 ) -> None:
     """Add ``locomo`` and ``realtalk`` to the ``bench`` subcommands (``names``: the CLI's list type)."""
-    from langmem_plugin.bench.locomo.variants import VARIANTS
+    from langmem_plugin.bench.locomo.variants import ALL_VARIANTS, VARIANTS
     from langmem_plugin.core.embeddings import LOCAL_EMBEDDERS
 
     locomo = benches.add_parser(
@@ -55,10 +55,11 @@ def add_parsers(
         parser.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
         parser.add_argument(
             "--variants",
-            type=names(VARIANTS, "variant"),
+            type=names(ALL_VARIANTS, "variant"),
             default=VARIANTS,
             metavar="NAME,...",
-            help=f"comma-separated rows to run, from: {', '.join(VARIANTS)} (default: all)",
+            help=f"comma-separated rows to run, from: {', '.join(ALL_VARIANTS)} (default: all but the "
+            "product+ signal experiments)",
         )
         parser.add_argument(
             "--embedder",

@@ -45,7 +45,14 @@ if TYPE_CHECKING:
     from langmem_plugin.bench.locomo.data import Conversation
     from langmem_plugin.bench.locomo.results import VariantResult
 
-__all__ = ["PRODUCT_VARIANTS", "ProductImport", "history_of", "run_product"]
+__all__ = [
+    "PRODUCT_EXPERIMENTS",
+    "PRODUCT_PRESETS",
+    "PRODUCT_VARIANTS",
+    "ProductImport",
+    "history_of",
+    "run_product",
+]
 
 #: The product rows, one per store, all through ``import_history`` + ``Memory.recall`` with the
 #: default configuration: ``product`` is ``Memory()`` (what a user gets: embedded Qdrant with
@@ -60,6 +67,40 @@ PRODUCT_VARIANTS: tuple[str, ...] = (
     "product-sqlite",
     "product-postgres",
 )
+
+
+def _salience_lift() -> Any:
+    from langmem_plugin.bench.locomo.lifts import SalienceLift
+
+    return SalienceLift(weight=1.2)
+
+
+#: Recall changes measured one at a time against the default, ``product+NAME`` / ``product-NAME``
+#: rows (not run unless named in ``--variants``): ``Memory()`` with the default configuration but
+#: for the :class:`~langmem_plugin.services.recall.RetrievalConfig` fields given. The default's time
+#: weight is the LoCoMo recipe's (fitted on conversations 0-4) and its speaker weight was chosen
+#: there among 0.6 / 0.9 / 1.2, so conversations 5-9 and REALTALK are data they were not fitted on.
+PRODUCT_EXPERIMENTS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    "product-before": (
+        "product without the time and speaker lifts (the default before them)",
+        lambda: {"time_weight": 0.0, "speaker_weight": 0.0},
+    ),
+    "product-no-time": ("product without the time lift", lambda: {"time_weight": 0.0}),
+    "product-no-speaker": ("product without the speaker lift", lambda: {"speaker_weight": 0.0}),
+    "product+speaker1.2": ("product, speaker lift 1.2 sd (the recipe's)", lambda: {"speaker_weight": 1.2}),
+    "product+salience": (
+        "product + how much a turn tells (the recipe's salience model, 1.2 sd)",
+        lambda: {"lifts": (_salience_lift(),)},
+    ),
+    "product+candidates100": ("product, 100 candidates per signal (default 50)", lambda: {"candidates": 100}),
+}
+
+
+#: The presets of :meth:`~langmem_plugin.RecallConfig.preset` but the default, ``product@NAME`` rows.
+PRODUCT_PRESETS: dict[str, str] = {
+    "product@fast": "product, RecallConfig.preset('fast')",
+    "product@best": "product, RecallConfig.preset('best')",
+}
 
 
 @dataclass(frozen=True)
@@ -126,6 +167,17 @@ def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack
     index: Any = memory_index(embeddings)
     if name == "product":
         return stack.enter_context(Memory(embeddings=embeddings))
+    if name in PRODUCT_PRESETS:
+        from langmem_plugin import RecallConfig
+
+        preset = RecallConfig.preset(name.removeprefix("product@"))
+        return stack.enter_context(Memory(embeddings=embeddings, recall=preset))
+    if name in PRODUCT_EXPERIMENTS:
+        from langmem_plugin import RecallConfig
+        from langmem_plugin.services.recall import RetrievalConfig
+
+        retrieval = RetrievalConfig(**PRODUCT_EXPERIMENTS[name][1]())
+        return stack.enter_context(Memory(embeddings=embeddings, recall=RecallConfig(retrieval=retrieval)))
     if name == "product-inmemory":
         dense: Any = {"dims": embedding_dims(embeddings), "embed": embeddings, "fields": ["content"]}
         store: Any = InMemoryStore(index=dense)
@@ -170,53 +222,89 @@ def _turn_ids(
 
 
 def _measure(
-    memory: Memory, conv: Conversation, n: int, result: VariantResult, *, token_model: str, ks: Sequence[int]
+    memories: Sequence[Memory],
+    conv: Conversation,
+    n: int,
+    results: Sequence[VariantResult],
+    *,
+    token_model: str,
+    ks: Sequence[int],
 ) -> ProductImport:
-    """Import one conversation into ``memory`` and recall each of its questions into ``result``."""
+    """Import one conversation into the first of ``memories`` (they share its store) and recall each
+    question with each of them in turn (each first in turn), into the result of the same place."""
     user = conv.sample_id
     write: RunnableConfig = {"configurable": {"user_id": user, "thread_id": user}}
-    report = memory.import_history(history_of(conv), write, per="message", progress=False)
+    report = memories[0].import_history(history_of(conv), write, per="message", progress=False)
     done = ProductImport(report.turns, report.seconds, report.evicted, report.failed)
     ask: RunnableConfig = {"configurable": {"user_id": user, "thread_id": "q"}}
     scope = Scope(user_id=user, thread_id="q")
-    memory.recall([HumanMessage("warm-up query")], ask)
+    for memory in memories:
+        memory.recall([HumanMessage("warm-up query")], ask)
     seen: dict[Any, set[str]] = {}
-    for question in conv.questions:
-        t0 = time.perf_counter()
-        recall = memory.recall([HumanMessage(question.text)], ask)
-        result.seconds.append(time.perf_counter() - t0)
-        found: set[str] = set()
-        injected = [i for i in recall.items if i.section == "memories"]
-        for item in injected:
-            found |= _turn_ids(memory, scope, item.compartment, item.id, seen)
-        share = sum(1 for e in question.evidence if e in found) / len(question.evidence)
-        tokens = count_tokens(recall.prompt, model=token_model) if recall.prompt else 0
-        result.categories.append(question.category)
-        result.conversations.append(n)
-        result.items.append(len(injected))
-        for k in ks:
-            result.recall[k].append(share)
-            result.tokens[k].append(tokens)
+    pairs = list(zip(memories, results, strict=True))
+    for turn, question in enumerate(conv.questions):
+        start = turn % len(pairs)  # each row goes first in turn: no row always meets warm caches
+        for memory, result in pairs[start:] + pairs[:start]:
+            t0 = time.perf_counter()
+            recall = memory.recall([HumanMessage(question.text)], ask)
+            result.seconds.append(time.perf_counter() - t0)
+            found: set[str] = set()
+            injected = [i for i in recall.items if i.section == "memories"]
+            for item in injected:
+                found |= _turn_ids(memory, scope, item.compartment, item.id, seen)
+            share = sum(1 for e in question.evidence if e in found) / len(question.evidence)
+            tokens = count_tokens(recall.prompt, model=token_model) if recall.prompt else 0
+            result.categories.append(question.category)
+            result.conversations.append(n)
+            result.items.append(len(injected))
+            for k in ks:
+                result.recall[k].append(share)
+                result.tokens[k].append(tokens)
     return done
 
 
 def run_product(
-    name: str,
+    names: Sequence[str],
     samples: Sequence[Conversation],
-    result: VariantResult,
+    results: Sequence[VariantResult],
     embeddings: Embeddings,
     *,
     token_model: str,
     ks: Sequence[int],
     say: Callable[[str], None],
 ) -> None:
-    """Import each conversation into a fresh Memory, recall every question, fill ``result``."""
-    result.injected = True
+    """Import each conversation into a fresh Memory per row, recall every question, fill ``results``.
+
+    ``product`` and the ``product@`` preset rows run together when named together: one import into
+    ``Memory()`` per conversation, and each question recalled by each preset in turn over that
+    store, so their latencies meet the same machine load. Every other row runs alone.
+    """
+    groups: list[list[int]] = []
+    shared = [i for i, name in enumerate(names) if name == "product" or name in PRODUCT_PRESETS]
+    if shared:
+        groups.append(shared)
+    groups.extend([i] for i, name in enumerate(names) if i not in shared)
+    for result in results:
+        result.injected = True
     with tempfile.TemporaryDirectory(prefix="locomo-product-") as tmp:
-        for n, conv in enumerate(samples):
-            with ExitStack() as stack:
-                memory = _memory(name, embeddings, Path(tmp) / f"store-{n}", stack)
-                done = _measure(memory, conv, n, result, token_model=token_model, ks=ks)
-            result.imports[n] = done
-            rate = done.turns / done.seconds if done.seconds else float("nan")
-            say(f"{name} {conv.sample_id}: imported {done.turns} turns at {rate:.1f}/s")
+        for group in groups:
+            for n, conv in enumerate(samples):
+                with ExitStack() as stack:
+                    first = _memory(names[group[0]], embeddings, Path(tmp) / f"store-{group[0]}-{n}", stack)
+                    memories = [first, *(_on_store(first, names[i], stack) for i in group[1:])]
+                    done = _measure(
+                        memories, conv, n, [results[i] for i in group], token_model=token_model, ks=ks
+                    )
+                for i in group:
+                    results[i].imports[n] = done
+                rate = done.turns / done.seconds if done.seconds else float("nan")
+                label = ", ".join(names[i] for i in group)
+                say(f"{label} {conv.sample_id}: imported {done.turns} turns at {rate:.1f}/s")
+
+
+def _on_store(first: Memory, name: str, stack: ExitStack) -> Memory:
+    """A preset row's Memory over the store of the group's first row."""
+    from langmem_plugin import Memory, RecallConfig
+
+    preset = RecallConfig.preset(name.removeprefix("product@")) if name in PRODUCT_PRESETS else None
+    return stack.enter_context(Memory(first.store, recall=preset))

@@ -24,7 +24,7 @@ from langmem_plugin.bench.locomo.data import (
     turn_value,
 )
 from langmem_plugin.bench.locomo.results import KS, LocomoResult, VariantResult
-from langmem_plugin.bench.locomo.variants import _LABELS, VARIANTS, _EmbedOnce, _searchers
+from langmem_plugin.bench.locomo.variants import _LABELS, ALL_VARIANTS, VARIANTS, _EmbedOnce, _searchers
 from langmem_plugin.bench.report import percentile, time_calls
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -77,9 +77,9 @@ def run_locomo_bench(
             :func:`~langmem_plugin.core.embeddings.resolve_embeddings`).
         progress: called with a line of progress now and then.
     """
-    unknown = [v for v in variants if v not in VARIANTS]
+    unknown = [v for v in variants if v not in ALL_VARIANTS]
     if unknown:
-        raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(VARIANTS)}")
+        raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(ALL_VARIANTS)}")
     if "product-postgres" in variants:  # its server first: a run never ends on a missing one
         from langmem_plugin.bench.locomo.product import postgres_url
 
@@ -133,11 +133,13 @@ def run_locomo_bench(
                         result.recall[k].append(found / len(question.evidence))
                         result.tokens[k].append(count_tokens(injected_text(values[:k]), model=TOKEN_MODEL))
             say(f"{name}: recall@10 {result.mean_recall(10):.1f}")
-        for name, result in zip(variants, results, strict=True):
-            if name.startswith("product"):
-                from langmem_plugin.bench.locomo.product import run_product
+        product = [(name, r) for name, r in zip(variants, results, strict=True) if name.startswith("product")]
+        if product:
+            from langmem_plugin.bench.locomo.product import run_product
 
-                run_product(name, samples, result, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say)
+            names, rows = [name for name, _ in product], [r for _, r in product]
+            run_product(names, samples, rows, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say)
+            for name, result in product:
                 say(f"{name}: evidence recall of what was injected {result.mean_recall(KS[0]):.1f}")
     full = [count_tokens(conversation_text(c), model=TOKEN_MODEL) for c in samples]
     return LocomoResult(

@@ -20,12 +20,14 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.bench.locomo.data import MAX_PARTS
-from langmem_plugin.bench.locomo.lifts import MentionLift, PeriodLift, SalienceLift
+from langmem_plugin.bench.locomo.lifts import SalienceLift
+from langmem_plugin.bench.locomo.product import PRODUCT_EXPERIMENTS, PRODUCT_PRESETS
 from langmem_plugin.bench.locomo.salience import memory_salience
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.recall import HybridRetriever, RetrievalConfig
 
 __all__ = [
+    "ALL_VARIANTS",
     "EMBEDDED_FIELDS",
     "LOCOMO_LEXICAL_FIELDS",
     "LOCOMO_RETRIEVAL",
@@ -52,23 +54,25 @@ LOCOMO_RETRIEVAL = RetrievalConfig(
     candidates=50,
     group_fields=("metadata.session_date",),
     group_weight=0.5,
-    lifts=(
-        MentionLift("metadata.speaker", weight=1.2),
-        PeriodLift(weight=1.4, after_days=30.0),
-        SalienceLift(memory_salience, weight=1.2),
-    ),
+    speaker_weight=1.2,
+    time_weight=1.4,
+    time_after_days=30.0,
+    lifts=(SalienceLift(memory_salience, weight=1.2),),
 )
 
 #: The recipe with 30 candidates of each signal instead of 50: ≈ 1 point lower recall@10 (84.0 vs
 #: 85.0) and ≈ 0.5 ms faster (p50 5.3 vs 5.8 ms, with QdrantStore's payload cache).
 LOCOMO_RETRIEVAL_FAST = dataclasses.replace(LOCOMO_RETRIEVAL, candidates=30)
 
+_UNLIFTED: dict[str, Any] = {"lifts": (), "speaker_weight": 0.0, "time_weight": 0.0}
 #: Ablations of the recipe: without the lifts fitted on LoCoMo (speaker, date, salience); and
 #: also without the background-word drop; and z-score fusion alone (no lifts at all).
 _ABLATIONS: dict[str, RetrievalConfig] = {
-    "qdrant-general": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=()),
-    "qdrant-general-nobg": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=(), background_df=None),
-    "qdrant-zfusion": dataclasses.replace(LOCOMO_RETRIEVAL, lifts=(), neighbour_weight=0.0, group_weight=0.0),
+    "qdrant-general": dataclasses.replace(LOCOMO_RETRIEVAL, **_UNLIFTED),
+    "qdrant-general-nobg": dataclasses.replace(LOCOMO_RETRIEVAL, **_UNLIFTED, background_df=None),
+    "qdrant-zfusion": dataclasses.replace(
+        LOCOMO_RETRIEVAL, **_UNLIFTED, neighbour_weight=0.0, group_weight=0.0
+    ),
 }
 
 Searcher = Callable[[tuple[str, ...], str, int], list[dict[str, Any]]]
@@ -151,6 +155,10 @@ _LABELS = {
     "product-sqlite": "product: the same, CheckpointerStore(SqliteSaver)",
     "product-postgres": "product: the same, PostgresMemoryStore (POSTGRES_URL, else a temporary server)",
 }
+_LABELS.update({name: label for name, (label, _) in PRODUCT_EXPERIMENTS.items()})
+_LABELS.update(PRODUCT_PRESETS)
+#: Every row ``--variants`` takes: :data:`VARIANTS` (the default run), the presets and the experiments.
+ALL_VARIANTS: tuple[str, ...] = (*VARIANTS, *PRODUCT_PRESETS, *PRODUCT_EXPERIMENTS)
 
 
 def _searchers(

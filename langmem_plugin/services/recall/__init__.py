@@ -7,6 +7,7 @@
 - :mod:`.retrieval`: the hybrid candidate search (dense and lexical lists, the neighbour and
   session lifts) a store answers in one batch.
 - :mod:`.fusion`: score fusion of the candidate lists.
+- :mod:`.signals` and :mod:`.when`: the lifts from a time or a speaker the question names.
 - :mod:`.passages`: long exchanges cut into passages and joined back.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
@@ -20,6 +21,7 @@ from langmem_plugin.services.recall.passages import Passage, join_passages, spli
 from langmem_plugin.services.recall.rank import (
     FENCE_CLOSE,
     FENCE_OPEN,
+    RECALL_PRESETS,
     RecallConfig,
     query_from_state,
     recall_steps,
@@ -31,6 +33,7 @@ from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalC
 __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "RECALL_PRESETS",
     "Considered",
     "HybridRetriever",
     "Passage",

@@ -66,6 +66,7 @@ from langmem_plugin.services.store_steps import StoreSteps
 __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "RECALL_PRESETS",
     "RecallConfig",
     "fence",
     "query_from_state",
@@ -77,6 +78,14 @@ __all__ = [
 ]
 
 _SPACE = re.compile(r"\s+")
+
+#: The names :meth:`RecallConfig.preset` takes.
+RECALL_PRESETS: tuple[str, ...] = ("fast", "default", "best")
+_PRESET_RETRIEVAL: dict[str, dict[str, Any]] = {
+    "fast": {"candidates": 30, "time_weight": 0.0},
+    "default": {},
+    "best": {"candidates": 100},
+}
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,29 @@ class RecallConfig:
         fused search applies it to each candidate's dense similarity instead."""
         return None if self.retrieval is not None else self.min_relevance
 
+    @classmethod
+    def preset(cls, name: str, **changes: Any) -> RecallConfig:
+        """A named trade of quality for speed (:data:`RECALL_PRESETS`), with ``changes`` on top.
+
+        - ``"fast"``: 30 candidates per signal and no time read in the question (no date
+          parsing): the quickest recall, a little less found;
+        - ``"default"``: ``RecallConfig()``;
+        - ``"best"``: 100 candidates per signal: more found by the lifts, a slower recall.
+
+        What each costs and finds on LoCoMo and REALTALK is in ``docs/benchmarks.md``.
+
+        >>> RecallConfig.preset("fast").retrieval.candidates
+        30
+        >>> RecallConfig.preset("best", max_items=10).max_items
+        10
+        """
+        if name not in RECALL_PRESETS:
+            raise ConfigurationError(
+                f"unknown recall preset {name!r}; use one of {', '.join(map(repr, RECALL_PRESETS))}"
+            )
+        retrieval = RetrievalConfig(**_PRESET_RETRIEVAL[name])
+        return cls(**{"retrieval": retrieval, **changes})
+
 
 def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
@@ -199,6 +231,7 @@ def search_candidates(
     signals: dict[tuple[tuple[str, ...], str], RetrievedItem] | None = None,
     dropped: list[Considered] | None = None,
     as_of: datetime | None = None,
+    now: datetime | None = None,
 ) -> StoreSteps[list[StoredMemory]]:
     """The candidate search of recall: one search per namespace, all in one request to the store.
 
@@ -211,7 +244,8 @@ def search_candidates(
     ``signals`` each hit's scores by namespace and key). Without ``retrieval``, one store
     search per namespace, in one batch; scores are the store's own (higher is
     better), or ``None`` when the store has no index. With ``as_of``, what was written after it
-    is left out, as if it were not stored.
+    is left out, as if it were not stored. A time the query names ("last week") is read from
+    ``now``, else ``as_of``, else now.
     """
     found: list[StoredMemory] = []
     if retrieval is None:
@@ -226,7 +260,7 @@ def search_candidates(
             )
         return found
     prefixes = [ns for _, ns in searches]
-    pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit)
+    pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit, now=now or as_of)
     for (comp, ns), hits in zip(searches, pages_hits, strict=True):
         for hit in hits:
             if hit.namespace != ns:
@@ -471,6 +505,7 @@ def recall_steps(
             signals=signals,
             dropped=unranked,
             as_of=when,
+            now=now,
         )
     dropped: list[tuple[StoredMemory, str]] = []
     ranked = _rank(candidates, config, now, dropped, when)

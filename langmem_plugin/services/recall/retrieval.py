@@ -45,13 +45,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
 from langmem_plugin.core.candidates import CandidateQuery, Candidates, check_background_df
+from langmem_plugin.core.record import utc_now
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.recall.fusion import field_text, zscores
+from langmem_plugin.services.recall.signals import SPEAKERS, dated, time_lift
+from langmem_plugin.services.recall.when import Period, check_languages, question_periods
 from langmem_plugin.services.store_steps import CandidateSearch, StoreSteps, aexecute, execute
 
 __all__ = [
@@ -130,8 +134,18 @@ class RetrievalConfig:
             the best ``group_top`` candidates of its group (evidence that clusters in one
             session outranks a lone match elsewhere).
         group_top: how many of a group's best candidates make its score.
+        time_weight: hybrid mode: a candidate dated inside a period the query names ("in May
+            2023", "on 21.01.2024", "last week"; :mod:`.when`), or up to ``time_after_days``
+            after it (what happened is often told later), gains this much. 0: no time lift.
+        time_after_days: see ``time_weight``.
+        time_languages: the languages time is read in (dateparser's codes); ``()``: none.
+        time_field: the dot path of a candidate's date in its value (a memory's ``created_at``,
+            which an import sets to the session's date), else the store's ``created_at``.
+        speaker_weight: hybrid mode: a candidate whose speaker (``speaker_field``) the query
+            names gains this much ("What did Kevin watch?" lifts what Kevin said). 0: none.
+        speaker_field: the dot path of who said a memory (remember writes ``metadata.speaker``).
         lifts: hybrid mode: more additions to the fused score (:class:`Lift`), applied in order
-            after the neighbour and group lifts.
+            after the neighbour, group and time lifts.
 
     The weights were chosen on LoCoMo conversations 0-4 and checked on 5-9
     (``docs/benchmarks.md``); the lifts are in the fused score's units.
@@ -147,6 +161,12 @@ class RetrievalConfig:
     group_fields: tuple[str, ...] = ("metadata.session_id", "metadata.session", "metadata.thread_id")
     group_weight: float = 0.5
     group_top: int = 3
+    time_weight: float = 1.4
+    time_after_days: float = 30.0
+    time_languages: tuple[str, ...] = ("en",)
+    time_field: str = "created_at"
+    speaker_weight: float = 0.6
+    speaker_field: str = "metadata.speaker"
     lifts: tuple[Lift[Any], ...] = ()
 
     def __post_init__(self) -> None:
@@ -183,6 +203,20 @@ class RetrievalConfig:
             )
         if self.candidates < 1:
             raise ConfigurationError(f"candidates must be at least 1, got {self.candidates!r}")
+        for name in ("time_weight", "time_after_days", "speaker_weight"):
+            number = getattr(self, name)
+            if (
+                isinstance(number, bool)
+                or not isinstance(number, int | float)
+                or not (math.isfinite(number) and number >= 0)
+            ):
+                raise ConfigurationError(f"{name} must be a finite number of 0 or more, got {number!r}")
+        if self.speaker_weight and not (isinstance(self.speaker_field, str) and self.speaker_field):
+            raise ConfigurationError(
+                f"speaker_weight needs speaker_field, a dot path such as 'metadata.speaker'; "
+                f"got {self.speaker_field!r}"
+            )
+        object.__setattr__(self, "time_languages", check_languages(self.time_languages))
         check_background_df(self.background_df)
 
 
@@ -317,9 +351,11 @@ def fused_search_steps(
     *,
     limit: int = 10,
     filter: dict[str, Any] | None = None,
+    now: datetime | None = None,
 ) -> StoreSteps[list[list[RetrievedItem]]]:
     """Hybrid search of ``query`` under each prefix as store steps: one :class:`CandidateSearch`
-    request for all of them, each answer fused; one list per prefix, best first."""
+    request for all of them, each answer fused; one list per prefix, best first. ``now``: the time
+    a relative time in the query ("last week") is measured from (default: now)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigurationError(f"limit must be a whole number of at least 1, got {limit!r}")
     queries = tuple(
@@ -336,15 +372,22 @@ def fused_search_steps(
     if not queries:
         return []
     found: list[Candidates] = yield CandidateSearch(queries)
-    fusion = _Fusion(config)
+    periods = (
+        question_periods(query, now or utc_now(), config.time_languages)
+        if config.time_weight and config.mode == "hybrid"
+        else ()
+    )
+    fusion = _Fusion(config, periods)
     return [fusion.fused(query, candidates, limit) for candidates in found]
 
 
 class _Fusion:
     """The fusion and the lifts of one :class:`RetrievalConfig` (no I/O)."""
 
-    def __init__(self, config: RetrievalConfig) -> None:
+    def __init__(self, config: RetrievalConfig, periods: Sequence[Period] = ()) -> None:
         self.config = config
+        self.periods = tuple(periods)
+        self.speakers = SPEAKERS
 
     def fused(self, query: str, candidates: Candidates, limit: int) -> list[RetrievedItem]:
         mode = self.config.mode
@@ -418,6 +461,14 @@ class _Fusion:
             scores = noted("neighbours", self._with_neighbours(union, scores, items))
         if config.group_weight:
             scores = noted("group", self._with_groups(union, scores, items))
+        if self.periods:
+            dates = [dated(items[doc], config.time_field) for doc in union]
+            scores = noted(
+                "time", time_lift(dates, scores, self.periods, config.time_weight, config.time_after_days)
+            )
+        if config.speaker_weight:
+            speakers = [field_text(items[doc].value, config.speaker_field) for doc in union]
+            scores = noted("speaker", self.speakers.lift(query, speakers, scores, config.speaker_weight))
         for lift in config.lifts:
             features = [lift.feature(items[doc]) for doc in union]
             scores = noted(lift_name(lift), _lifted(lift, query, features, scores))
