@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,11 +97,17 @@ PRODUCT_EXPERIMENTS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
 }
 
 
-#: The presets of :meth:`~langmem_plugin.RecallConfig.preset` but the default, ``product@NAME`` rows.
+#: The presets of :meth:`~langmem_plugin.RecallConfig.preset` but the default, ``product@NAME`` rows,
+#: and ``product@then``: the default, each question asked ``as_of`` the day after the conversation's
+#: last session (recency and "in July" measured from then, not from today).
 PRODUCT_PRESETS: dict[str, str] = {
     "product@fast": "product, RecallConfig.preset('fast')",
     "product@best": "product, RecallConfig.preset('best')",
+    "product@then": "product, asked as of the day after the last session",
 }
+
+
+_PRESET_ROWS = ("product@fast", "product@best")
 
 
 @dataclass(frozen=True)
@@ -165,9 +172,9 @@ def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack
     from langmem_plugin.core.embeddings import embedding_dims
 
     index: Any = memory_index(embeddings)
-    if name == "product":
+    if name in ("product", "product@then"):
         return stack.enter_context(Memory(embeddings=embeddings))
-    if name in PRODUCT_PRESETS:
+    if name in _PRESET_ROWS:
         from langmem_plugin import RecallConfig
 
         preset = RecallConfig.preset(name.removeprefix("product@"))
@@ -238,6 +245,7 @@ def _measure(
     done = ProductImport(report.turns, report.seconds, report.evicted, report.failed)
     ask: RunnableConfig = {"configurable": {"user_id": user, "thread_id": "q"}}
     scope = Scope(user_id=user, thread_id="q")
+    then = _day_after(conv)
     for memory in memories:
         memory.recall([HumanMessage("warm-up query")], ask)
     seen: dict[Any, set[str]] = {}
@@ -245,8 +253,9 @@ def _measure(
     for turn, question in enumerate(conv.questions):
         start = turn % len(pairs)  # each row goes first in turn: no row always meets warm caches
         for memory, result in pairs[start:] + pairs[:start]:
+            as_of = then if result.name == PRODUCT_PRESETS["product@then"] else None
             t0 = time.perf_counter()
-            recall = memory.recall([HumanMessage(question.text)], ask)
+            recall = memory.recall([HumanMessage(question.text)], ask, as_of=as_of)
             result.seconds.append(time.perf_counter() - t0)
             found: set[str] = set()
             injected = [i for i in recall.items if i.section == "memories"]
@@ -302,9 +311,22 @@ def run_product(
                 say(f"{label} {conv.sample_id}: imported {done.turns} turns at {rate:.1f}/s")
 
 
+def _day_after(conv: Conversation) -> datetime | None:
+    """The day after the conversation's last dated session (``None`` when no date reads)."""
+    from langmem_plugin.core.times import read_time
+    from langmem_plugin.errors import InvalidTimeError
+
+    for turn in reversed(conv.turns):
+        try:
+            return read_time(turn.date) + timedelta(days=1)
+        except InvalidTimeError:
+            continue
+    return None
+
+
 def _on_store(first: Memory, name: str, stack: ExitStack) -> Memory:
     """A preset row's Memory over the store of the group's first row."""
     from langmem_plugin import Memory, RecallConfig
 
-    preset = RecallConfig.preset(name.removeprefix("product@")) if name in PRODUCT_PRESETS else None
+    preset = RecallConfig.preset(name.removeprefix("product@")) if name in _PRESET_ROWS else None
     return stack.enter_context(Memory(first.store, recall=preset))
