@@ -193,3 +193,34 @@ def test_hostile_texts_embed_only_when_they_change(text: str, other: str) -> Non
         assert len(embedder.documents) == (1 if other == text else 2)
         (item,) = _run(store, [GetOp(NS, "k")])
         assert item.value == {"content": other, "n": 2}
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "qdrant-local"])
+def test_a_kept_point_reads_back_the_whole_new_value_after_a_reopen(kind: str, tmp_path: Path) -> None:
+    """The embedded engine writes only what changed (the value's changed keys under ``value``); what
+    is read back, from a fresh process's view of the files, is still exactly the value put."""
+    embedder = CountingEmbeddings()
+    first = {"content": "Sam drinks green tea", "access_count": 0, "metadata": {"a": "1", "b": "2"}, "x": 1}
+    changed = {"content": "Sam drinks green tea", "access_count": 3, "metadata": {"b": "3"}, "x": 1, "y": [1]}
+    fewer = {"content": "Sam drinks green tea", "access_count": 4}  # keys left: a whole write
+    with _opened(kind, tmp_path, embedder) as store:
+        _put(store, "tea", first)
+        before = store.get(NS, "tea")
+        _put(store, "tea", changed)
+        assert store.get(NS, "tea").value == changed  # type: ignore[union-attr]
+        if kind == "qdrant":
+            store.close()  # type: ignore[attr-defined]
+            with _opened(kind, tmp_path, embedder) as reopened:
+                got = reopened.get(NS, "tea")
+                assert got is not None
+                assert got.value == changed
+                assert before is not None
+                assert got.created_at == before.created_at
+                assert got.updated_at > before.updated_at
+                _put(reopened, "tea", fewer)
+            with _opened(kind, tmp_path, embedder) as reopened:
+                assert reopened.get(NS, "tea").value == fewer  # type: ignore[union-attr]
+        else:
+            _put(store, "tea", fewer)
+            assert store.get(NS, "tea").value == fewer  # type: ignore[union-attr]
+    assert len(embedder.documents) == 1  # one text, embedded once

@@ -143,6 +143,11 @@ class SetPayloads:
     """
 
     updates: tuple[tuple[str, dict[str, Any]], ...]
+    changes: tuple[tuple[dict[str, Any], dict[str, Any]] | None, ...] = ()
+    """For each update (when given), only what changed: the value's top-level keys that changed and
+    the other payload fields that changed, or ``None`` when the whole payload must be written (a
+    key left the value). An engine that merges into a nested key writes just these (an access
+    count: a few bytes instead of the whole value)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -337,10 +337,23 @@ class EdgeEngine:
                 shard.update(qe.UpdateOperation.set_payload(list(call.ids), call.payload))
                 self.cache.updated((uuid_key(i) for i in call.ids), call.payload)
             return None
-        if isinstance(call, SetPayloads):  # in process: one engine update per point
+        if isinstance(call, SetPayloads):  # in process: what changed, per point or shared
             with self._dropped_on_error(pid for pid, _ in call.updates):
+                shared: dict[str, tuple[list[str], dict[str, Any]]] = {}
+                for n, (pid, payload) in enumerate(call.updates):
+                    change = call.changes[n] if n < len(call.changes) else None
+                    if change is None:
+                        shard.update(qe.UpdateOperation.set_payload([pid], payload))
+                        continue
+                    value, other = change
+                    if value:  # merged into the stored value: its other keys stay as they are
+                        shard.update(qe.UpdateOperation.set_payload([pid], value, key="value"))
+                    if other:  # the same timestamps for a whole batch: one update for its points
+                        group = json.dumps(other, sort_keys=True, default=str)
+                        shared.setdefault(group, ([], other))[0].append(pid)
+                for ids, other in shared.values():
+                    shard.update(qe.UpdateOperation.set_payload(list[int | uuid.UUID | str](ids), other))
                 for pid, payload in call.updates:
-                    shard.update(qe.UpdateOperation.set_payload([pid], payload))
                     self.cache.updated([uuid_key(pid)], payload)
             return None
         if isinstance(call, Scroll):

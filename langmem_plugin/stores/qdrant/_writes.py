@@ -105,15 +105,17 @@ def upsert(
         return
     indexed = [_indexed_by(config, e) for e in entries]
     kept: list[tuple[str, dict[str, Any]]] = []
+    changes: list[tuple[dict[str, Any], dict[str, Any]] | None] = []
     fresh: list[tuple[Entry, list[str], list[str], str]] = []
     for e, (texts, words, digest) in zip(entries, indexed, strict=True):
         old = existing.get(e.pid) if existing is not None else None
         if old is not None and old.payload.get("index_hash") == digest:
             kept.append((e.pid, _bookkeeping(e)))
+            changes.append(_changed(old.payload, kept[-1][1]))
         else:
             fresh.append((e, texts, words, digest))
     if kept:
-        yield SetPayloads(tuple(kept))
+        yield SetPayloads(tuple(kept), tuple(changes))
     if not fresh:
         return
     dense_of: dict[str, list[float]] = {}
@@ -141,6 +143,17 @@ def upsert(
         }
         points.append(PointData(e.pid, payload, dense, sparse if sparse else None))
     yield Upsert(tuple(points))
+
+
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """What ``new`` (a kept point's bookkeeping payload) changes in ``old``: the value's top-level keys
+    and the other fields, or ``None`` when a key left the value (only a whole write removes it)."""
+    before, after = old.get("value"), new["value"]
+    if not isinstance(before, dict) or not before.keys() <= after.keys():
+        return None
+    value = {k: v for k, v in after.items() if k not in before or before[k] != v}
+    other = {k: v for k, v in new.items() if k != "value" and (k not in old or old[k] != v)}
+    return value, other
 
 
 def _bookkeeping(e: Entry) -> dict[str, Any]:
