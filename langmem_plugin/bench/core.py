@@ -15,10 +15,11 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from langmem_plugin.bench.report import Timer, format_table, percentile, ratio, time_calls
 
-__all__ = ["CoreBenchResult", "run_core_bench", "sample_sentences"]
+__all__ = ["CoreBenchResult", "run_core_bench", "sample_sentences", "session_dates"]
 
 _SUBJECTS = ["I", "My sister", "Caroline", "Melanie", "Our team", "The doctor", "My neighbour", "Grandpa"]
 _VERBS = [
@@ -44,6 +45,16 @@ _OBJECTS = [
     "green tea instead of coffee",
 ]
 _TAILS = ["", " last week", " because it felt important", " after a long day at work", " — it was great!"]
+
+
+def session_dates(rng: random.Random, sessions: int, days: int) -> list[datetime]:
+    """``sessions`` dates on distinct days of ``days`` days from a start in 2023, in order, each at a
+    daytime hour (the generated histories of ``bench updates`` and ``bench longchat``)."""
+    start = datetime(2023, 1, 2) + timedelta(days=rng.randrange(300))
+    return [
+        start + timedelta(days=d, hours=rng.randint(8, 21), minutes=rng.randrange(60))
+        for d in sorted(rng.sample(range(days), sessions))
+    ]
 
 
 def sample_sentences(n: int, seed: int = 7) -> list[str]:

@@ -36,12 +36,11 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.core import sample_sentences, session_dates
 from langmem_plugin.bench.report import format_table, percentile
 
 if TYPE_CHECKING:
@@ -323,11 +322,7 @@ def make_long_chat(
     if not 1 <= sessions <= min(exchanges, days):
         raise ValueError(f"need 1 to {min(exchanges, days)} sessions (an exchange and a day each)")
     rng = random.Random(seed)
-    start = datetime(2023, 1, 2) + timedelta(days=rng.randrange(300))
-    dates = [
-        start + timedelta(days=d, hours=rng.randint(8, 21), minutes=rng.randrange(60))
-        for d in sorted(rng.sample(range(days), sessions))
-    ]
+    dates = session_dates(rng, sessions, days)
     sizes = [1] * sessions
     for s in rng.choices(range(sessions), k=exchanges - sessions):
         sizes[s] += 1

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from langmem_plugin.bench.core import sample_sentences
+from langmem_plugin.bench.core import sample_sentences, session_dates
 from langmem_plugin.bench.report import format_table, percentile
 
 if TYPE_CHECKING:
@@ -355,11 +355,7 @@ def make_history(
     if sessions < 3 or days < sessions:
         raise ValueError(f"need at least 3 sessions and a day for each, got {sessions} over {days} days")
     rng = random.Random(seed)
-    start = datetime(2023, 1, 2) + timedelta(days=rng.randrange(300))
-    dates = [
-        start + timedelta(days=d, hours=rng.randint(8, 21), minutes=rng.randrange(60))
-        for d in sorted(rng.sample(range(days), sessions))
-    ]
+    dates = session_dates(rng, sessions, days)
     # per session, the user's words of each exchange (filler now, statements and mentions below)
     fillers = iter(_sentence(s) for s in sample_sentences(sessions * 8, seed=rng.randrange(10**6)))
     turns: list[list[tuple[str, tuple[int, int] | None]]] = [
