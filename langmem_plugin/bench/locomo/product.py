@@ -42,7 +42,7 @@ from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment
 
 if TYPE_CHECKING:
-    from langmem_plugin import Memory
+    from langmem_plugin import Memory, RecallConfig
     from langmem_plugin.bench.locomo.data import Conversation
     from langmem_plugin.bench.locomo.results import VariantResult
 
@@ -172,13 +172,8 @@ def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack
     from langmem_plugin.core.embeddings import embedding_dims
 
     index: Any = memory_index(embeddings)
-    if name in ("product", "product@then"):
-        return stack.enter_context(Memory(embeddings=embeddings))
-    if name in _PRESET_ROWS:
-        from langmem_plugin import RecallConfig
-
-        preset = RecallConfig.preset(name.removeprefix("product@"))
-        return stack.enter_context(Memory(embeddings=embeddings, recall=preset))
+    if name in ("product", *PRODUCT_PRESETS):
+        return stack.enter_context(Memory(embeddings=embeddings, recall=_preset(name)))
     if name in PRODUCT_EXPERIMENTS:
         from langmem_plugin import RecallConfig
         from langmem_plugin.services.recall import RetrievalConfig
@@ -324,9 +319,15 @@ def _day_after(conv: Conversation) -> datetime | None:
     return None
 
 
+def _preset(name: str) -> RecallConfig | None:
+    """The recall config of a ``product@`` preset row (``None``: the default)."""
+    from langmem_plugin import RecallConfig
+
+    return RecallConfig.preset(name.removeprefix("product@")) if name in _PRESET_ROWS else None
+
+
 def _on_store(first: Memory, name: str, stack: ExitStack) -> Memory:
     """A preset row's Memory over the store of the group's first row."""
-    from langmem_plugin import Memory, RecallConfig
+    from langmem_plugin import Memory
 
-    preset = RecallConfig.preset(name.removeprefix("product@")) if name in _PRESET_ROWS else None
-    return stack.enter_context(Memory(first.store, recall=preset))
+    return stack.enter_context(Memory(first.store, recall=_preset(name)))

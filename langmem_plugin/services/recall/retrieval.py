@@ -387,7 +387,6 @@ class _Fusion:
     def __init__(self, config: RetrievalConfig, periods: Sequence[Period] = ()) -> None:
         self.config = config
         self.periods = tuple(periods)
-        self.speakers = SPEAKERS
 
     def fused(self, query: str, candidates: Candidates, limit: int) -> list[RetrievedItem]:
         mode = self.config.mode
@@ -468,7 +467,7 @@ class _Fusion:
             )
         if config.speaker_weight:
             speakers = [field_text(items[doc].value, config.speaker_field) for doc in union]
-            scores = noted("speaker", self.speakers.lift(query, speakers, scores, config.speaker_weight))
+            scores = noted("speaker", SPEAKERS.lift(query, speakers, scores, config.speaker_weight))
         for lift in config.lifts:
             features = [lift.feature(items[doc]) for doc in union]
             scores = noted(lift_name(lift), _lifted(lift, query, features, scores))

@@ -72,9 +72,9 @@ def check_languages(languages: Sequence[str]) -> tuple[str, ...]:
             f"got {languages!r}"
         )
     codes = tuple(languages)
-    if codes:
+    if any(code != "en" for code in codes):  # English needs no look-up (nor dateparser's import)
         known = _known_languages()
-        unknown = [code for code in codes if code not in known]
+        unknown = [code for code in codes if code != "en" and code not in known]
         if unknown:
             raise ConfigurationError(
                 f"time_languages has codes dateparser does not know: {unknown!r}. Fix: use its "
