@@ -44,7 +44,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import Field, PrivateAttr
 
-__all__ = ["FakeEmbeddings", "ScriptExhaustedError", "ScriptedChatModel", "tool_call"]
+__all__ = ["FailingEmbeddings", "FakeEmbeddings", "ScriptExhaustedError", "ScriptedChatModel", "tool_call"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -87,6 +87,77 @@ class FakeEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._vector(text)
+
+
+class FailingEmbeddings(Embeddings):
+    """Another embedder that fails on chosen calls: fault injection for a bad day.
+
+    Every call (``embed_documents``, ``embed_query`` and their async twins) is counted from 1;
+    the calls in ``fail_on`` (or every call from ``fail_from`` on) raise ``error`` (default: a
+    ``TimeoutError``, as an embedding API's timeout would) instead of embedding. Its vectors
+    and its :attr:`embedder_id` are the wrapped embedder's, so a store made with one opens with
+    the other.
+
+    >>> emb = FailingEmbeddings(FakeEmbeddings(8), fail_on={2})
+    >>> len(emb.embed_query("tea")), emb.calls
+    (8, 1)
+    >>> emb.embed_query("tea")
+    Traceback (most recent call last):
+    ...
+    TimeoutError: embedding call 2 failed (injected)
+    >>> emb.failed, len(emb.embed_query("tea"))
+    (1, 8)
+    """
+
+    def __init__(
+        self,
+        inner: Embeddings,
+        *,
+        fail_on: Sequence[int] | set[int] = (),
+        fail_from: int | None = None,
+        error: Callable[[int], BaseException] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.fail_on = frozenset(fail_on)
+        self.fail_from = fail_from
+        self.error = error or (lambda n: TimeoutError(f"embedding call {n} failed (injected)"))
+        #: Calls made so far (failed ones included), and how many of them failed.
+        self.calls = 0
+        self.failed = 0
+        self._lock = threading.Lock()
+
+    @property
+    def embedder_id(self) -> str | None:
+        """The wrapped embedder's name: the same vectors."""
+        from langmem_plugin.core.embeddings import embedder_id
+
+        return embedder_id(self.inner)
+
+    def _count(self) -> None:
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+            fails = n in self.fail_on or (self.fail_from is not None and n >= self.fail_from)
+            if fails:
+                self.failed += 1
+        if fails:
+            raise self.error(n)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self._count()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self._count()
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        self._count()
+        return await self.inner.aembed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self._count()
+        return await self.inner.aembed_query(text)
 
 
 _call_ids = itertools.count(1)

@@ -71,10 +71,21 @@ def _points(method: str, kwargs: dict[str, Any], out: Any) -> tuple[int, int]:
         found = list(kwargs["points"])
     elif method == "batch_update_points":
         ops = kwargs["update_operations"]
-        return len(ops), sum(len(json.dumps(op.set_payload.payload)) for op in ops)
+        sizes = [_operation_size(op) for op in ops]
+        return sum(n for n, _ in sizes), sum(size for _, size in sizes)
     else:
         return 0, 0
     return len(found), sum(len(json.dumps(p.payload)) for p in found if p.payload)
+
+
+def _operation_size(op: Any) -> tuple[int, int]:
+    """The points one operation of ``batch_update_points`` carries and the size of their payloads."""
+    if hasattr(op, "set_payload"):
+        return 1, len(json.dumps(op.set_payload.payload))
+    if hasattr(op, "upsert"):
+        points = list(op.upsert.points)
+        return len(points), sum(len(json.dumps(p.payload)) for p in points if p.payload)
+    return len(op.delete.points), 0
 
 
 @pytest.fixture

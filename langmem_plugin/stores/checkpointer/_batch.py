@@ -15,7 +15,7 @@ import gc
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +41,8 @@ from langmem_plugin.stores.checkpointer._entries import Entry, Mode
 from langmem_plugin.stores.checkpointer._log import (
     Embed,
     EmbedQueries,
+    Exclusive,
+    HeldRequest,
     ListCheckpoints,
     PutCheckpoint,
     Request,
@@ -98,8 +100,12 @@ class CheckpointerLogic:
         clock: Clock,
         on_load: Callable[[], None],
         opened_with: OpenedWith | None = None,
+        transactional: Callable[[], bool] = lambda: False,
     ) -> None:
         self.name = name
+        #: Whether the saver commits several checkpoints together (an :class:`Exclusive` section:
+        #: a SqliteSaver on a file): a batch over several namespaces is then written whole.
+        self.transactional = transactional
         self.mode: Mode = mode
         self.dims = dims
         self.fields = fields
@@ -398,8 +404,11 @@ class CheckpointerLogic:
     def write(self, state: StoreState, writes: list[Write]) -> Steps[Request, None]:
         """Write one checkpoint per namespace (registering new namespaces first), applying each once written.
 
-        Each checkpoint is applied to memory as soon as the saver acknowledges it, so
-        a failure part-way leaves memory agreeing with what was written.
+        Where the saver commits several checkpoints together (:attr:`transactional`), a batch of
+        more than one checkpoint is written in one :class:`Exclusive` section: all or none, a
+        process killed part-way included. Elsewhere each checkpoint is applied to memory as soon
+        as the saver acknowledges it, so a failure part-way leaves memory agreeing with what was
+        written.
         """
         if not writes:
             return
@@ -425,6 +434,13 @@ class CheckpointerLogic:
                 state.writing[thread] = state.writing.get(thread, 0) + 1  # a purge leaves the thread be
         written = 0
         try:
+            if len(checkpoints) > 1 and self.transactional():
+                yield Exclusive(_each(request for request, _ in checkpoints))  # committed whole, or raised
+                written = len(checkpoints)
+                with self.lock:
+                    for _, applied in checkpoints:
+                        state.apply_many(applied)
+                return
             for request, applied in checkpoints:
                 yield request
                 written += 1
@@ -502,3 +518,9 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _each(requests: Iterable[PutCheckpoint]) -> Generator[HeldRequest, Any, None]:
+    """The steps of an exclusive section that writes ``requests``, one after the other."""
+    for request in requests:
+        _saved = yield request  # each answer is sent back in: a plain iterator could not take it

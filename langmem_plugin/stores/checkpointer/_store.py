@@ -150,6 +150,7 @@ class CheckpointerStore(CheckedStore):
             clock=clock or utc_clock,
             on_load=self.start_ttl_sweeper,
             opened_with=OpenedWith(embedder_id(self._embeddings), self._where),
+            transactional=lambda: self._sqlite_writer() is not None,
         )
         self._async_native: bool | None = None
         self._sweeper: TTLSweeper | None = None

@@ -8,9 +8,11 @@ the requests out with :func:`langmem_plugin.core.steps.run_steps`,
 
 The order of a batch: validate every op; read the items that gets ask for and
 that puts replace (one retrieve); embed the queries (one request); run the
-searches (:mod:`._search`) and the namespace listings; push the TTL of what
-was read; then write the final puts (:mod:`._writes`). So reads see the state
-before the batch's writes, and of two puts to one key the later wins.
+searches (:mod:`._search`) and the namespace listings; embed the final puts'
+texts; then write, as one :class:`~._calls.Writes` applied whole: the TTL of
+what was read pushed, the deletes, the puts (:mod:`._writes`). So reads see the
+state before the batch's writes, of two puts to one key the later wins, and an
+embedder that raises leaves the store as it was.
 """
 
 from __future__ import annotations
@@ -95,10 +97,8 @@ def run_batch(config: BatchConfig, ops: Sequence[Op], now: datetime) -> Steps[Ca
         if isinstance(op, ListNamespacesOp):
             results[i] = yield from _list_namespaces(op, now_us)
 
-    yield from refresh.calls(now_us)
-
     writes = [(put_ids[nk], op, values.get(i)) for nk, (i, op) in puts.items()]
-    yield from write(config, writes, existing, now_us)
+    yield from write(config, writes, existing, now_us, before=refresh.calls(now_us))
     return results
 
 

@@ -37,6 +37,8 @@ __all__ = [
     "SetPayload",
     "SetPayloads",
     "Upsert",
+    "WriteCall",
+    "Writes",
 ]
 
 SearchMode = Literal["hybrid", "dense", "lexical"]
@@ -217,7 +219,35 @@ class EmbedQueries:
     texts: tuple[str, ...]
 
 
+WriteCall = Upsert | Delete | SetPayload | SetPayloads
+"""An engine call that writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """The writes of one batch, applied whole or not at all → ``None``.
+
+    Everything that can fail before a write (validation, reads, embeddings) is done before
+    this call is made. The embedded engine journals the calls before the first of them when
+    there is more than one engine update, so that a process killed part-way (or an engine
+    error) is completed before anything else reads the store (:mod:`._journal`); a server
+    receives them as one request.
+    """
+
+    calls: tuple[WriteCall, ...]
+
+
 EngineCall = (
-    Retrieve | Upsert | Delete | SetPayload | SetPayloads | Query | QueryBatch | Scroll | Facet | Count
+    Retrieve
+    | Upsert
+    | Delete
+    | SetPayload
+    | SetPayloads
+    | Writes
+    | Query
+    | QueryBatch
+    | Scroll
+    | Facet
+    | Count
 )
 Call = EngineCall | EmbedDocuments | EmbedQueries

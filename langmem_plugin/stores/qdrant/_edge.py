@@ -87,6 +87,8 @@ from langmem_plugin.stores.qdrant._calls import (
     SetPayload,
     SetPayloads,
     Upsert,
+    WriteCall,
+    Writes,
 )
 from langmem_plugin.stores.qdrant._config import OPTIMIZE_EVERY
 from langmem_plugin.stores.qdrant._edge_requests import (
@@ -98,6 +100,7 @@ from langmem_plugin.stores.qdrant._edge_requests import (
     query_request,
     shard_config,
 )
+from langmem_plugin.stores.qdrant._journal import engine_updates, read_journal, remove_journal, write_journal
 from langmem_plugin.stores.qdrant._layout import DENSE_MULTI, FORMAT, FilterIndexType
 from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
 
@@ -176,6 +179,8 @@ class EdgeEngine:
         self._has_multi = False
         self._pending = 0
         self._rw = ReadWriteLock()
+        self._batches = threading.RLock()  # one journaled batch at a time
+        self._unfinished = False  # a journaled batch failed part-way in this process: finish it first
         #: Payloads of the points written or read lately: searches read ids and scores only.
         self.cache = PayloadCache(cache_items)
 
@@ -192,6 +197,7 @@ class EdgeEngine:
             try:
                 self._shard = self._load_or_create()
                 self._ensure_filter_indexes(self._shard)
+                self._finish_journal(self._shard)  # a batch a killed process left part-done
                 if self.dims is not None:
                     has_multi = qe.CountRequest(
                         exact=True, filter=qe.Filter(must=[qe.HasVectorCondition(DENSE_MULTI)])
@@ -300,6 +306,8 @@ class EdgeEngine:
         with self._rw.read():
             shard = self._require()
             try:
+                if self._unfinished:
+                    self._finish_journal(shard)
                 return self._execute(shard, call)
             except LangMemPluginError:
                 raise
@@ -310,6 +318,9 @@ class EdgeEngine:
         return await run_in_executor(None, self.execute, call)
 
     def _execute(self, shard: qe.EdgeShard, call: EngineCall) -> Any:
+        if isinstance(call, Writes):
+            self._apply(shard, call.calls)
+            return None
         if isinstance(call, Query):
             return self._query(shard, call)
         if isinstance(call, QueryBatch):  # in process: no round trip to save
@@ -374,6 +385,35 @@ class EdgeEngine:
         if isinstance(call, Count):
             return int(shard.count(qe.CountRequest(exact=call.exact, filter=edge_filter(call.filter))))
         raise AssertionError(call)
+
+    def _apply(self, shard: qe.EdgeShard, calls: Sequence[WriteCall]) -> None:
+        """Apply a batch's writes whole: journaled first when they are more than one engine update
+        (:mod:`._journal`). One that fails part-way is tried again at once; failing again, it is
+        finished by the next call on the store (which raises until it is) or by the next open."""
+        if engine_updates(calls) <= 1:
+            for call in calls:
+                self._execute(shard, call)
+            return
+        with self._batches:
+            write_journal(self.path, calls, durable=self.durable)
+            try:
+                for call in calls:
+                    self._execute(shard, call)
+            except BaseException:
+                self._unfinished = True
+                self._finish_journal(shard)  # raises again if the engine still fails
+                return
+            remove_journal(self.path)
+
+    def _finish_journal(self, shard: qe.EdgeShard) -> None:
+        """Apply again every call of the journal left in the directory, then remove it."""
+        with self._batches:
+            calls = read_journal(self.path)
+            if calls is not None:
+                for call in calls:
+                    self._execute(shard, call)
+                remove_journal(self.path)
+            self._unfinished = False
 
     @contextmanager
     def _dropped_on_error(self, ids: Iterable[str]) -> Iterator[None]:

@@ -83,6 +83,8 @@ from langmem_plugin.stores.qdrant._calls import (
     SetPayload,
     SetPayloads,
     Upsert,
+    WriteCall,
+    Writes,
 )
 from langmem_plugin.stores.qdrant._filters import Filter, Match, MatchAny, Range
 from langmem_plugin.stores.qdrant._layout import DENSE, DENSE_MULTI, SPARSE, FilterIndexType, dense_layout
@@ -128,6 +130,13 @@ class Retries:
     def again(self, exc: BaseException, retry: int) -> bool:
         """Whether to make the call a ``retry``-th time after it failed with ``exc``."""
         return retry <= self.retries and is_transient(exc)
+
+
+def _writes(call: EngineCall) -> tuple[WriteCall, ...]:
+    """The write calls ``call`` holds (itself for one that writes; none for a read)."""
+    if isinstance(call, Writes):
+        return call.calls
+    return (call,) if isinstance(call, Upsert | Delete | SetPayload | SetPayloads) else ()
 
 
 def is_local(client: QdrantClient) -> bool:
@@ -356,8 +365,7 @@ class ClientEngine:
         return (
             self.recorded_embedder is None
             and self.embedder is not None
-            and isinstance(call, Upsert)
-            and any(p.dense for p in call.points)
+            and any(isinstance(c, Upsert) and any(p.dense for p in c.points) for c in _writes(call))
         )
 
     def _record_request(self) -> Request:
@@ -396,11 +404,8 @@ class ClientEngine:
                 "wait": True,
             }
             return "set_payload", kwargs, lambda _: None
-        if isinstance(call, SetPayloads):
-            operations = [
-                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[pid]))
-                for pid, payload in call.updates
-            ]
+        if isinstance(call, SetPayloads | Writes):  # one request: a client killed part-way sends all or none
+            operations = [op for c in _writes(call) for op in self._operations(c)]
             kwargs = {"collection_name": name, "update_operations": operations, "wait": True}
             return "batch_update_points", kwargs, lambda _: None
         if isinstance(call, Scroll):
@@ -426,6 +431,21 @@ class ClientEngine:
             kwargs = {"collection_name": name, "count_filter": _filter(call.filter), "exact": call.exact}
             return "count", kwargs, lambda response: int(response.count)
         raise AssertionError(call)
+
+    def _operations(self, call: WriteCall) -> list[models.UpdateOperation]:
+        """A write call as the operations of one ``batch_update_points`` request."""
+        if isinstance(call, Upsert):
+            points = models.PointsList(points=[self._point(p) for p in call.points])
+            return [models.UpsertOperation(upsert=points)]
+        if isinstance(call, Delete):
+            return [models.DeleteOperation(delete=models.PointIdsList(points=list(call.ids)))]
+        if isinstance(call, SetPayload):
+            update = models.SetPayload(payload=call.payload, points=list(call.ids))
+            return [models.SetPayloadOperation(set_payload=update)]
+        return [
+            models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[pid]))
+            for pid, payload in call.updates
+        ]
 
     def _point(self, p: PointData) -> models.PointStruct:
         vector = dense_layout(p.dense)

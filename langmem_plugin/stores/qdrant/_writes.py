@@ -1,6 +1,9 @@
-"""Steps that write items: timestamps decided, texts embedded, points upserted.
+"""Steps that write items: timestamps decided, texts embedded, then the writes as one call.
 
-Used by a batch's puts (:mod:`._batch`) and by an import (:mod:`._maintenance`).
+Used by a batch's puts (:mod:`._batch`) and by an import (:mod:`._maintenance`). Every
+embedding is made before the first write: an embedder that raises leaves the store as it
+was (deletes never run ahead of the puts of their batch), and the writes go to the engine
+as one :class:`~._calls.Writes`, applied whole.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ from langmem_plugin.stores.qdrant._calls import (
     EmbedDocuments,
     Hit,
     PointData,
+    SetPayload,
     SetPayloads,
     Upsert,
+    WriteCall,
+    Writes,
 )
 from langmem_plugin.stores.qdrant._config import BatchConfig
 from langmem_plugin.stores.qdrant._layout import NEVER_US, minutes_us, ns_fields
 
-__all__ = ["Entry", "checked", "upsert", "write"]
+__all__ = ["Entry", "checked", "upsert", "write", "write_calls"]
 
 
 def checked(config: BatchConfig, vector: Any) -> list[float]:
@@ -61,8 +67,11 @@ def write(
     puts: Iterable[tuple[str, PutOp, dict[str, Any] | None]],
     existing: Mapping[str, Hit],
     now_us: int,
+    *,
+    before: Sequence[SetPayload] = (),
 ) -> Steps[Call, None]:
-    """Apply a batch's final puts ``(point id, op, validated value)``: deletes, then one upsert.
+    """Apply a batch's final puts ``(point id, op, validated value)`` and the ``before`` payload
+    updates (TTL refreshes of what the batch read) as one :class:`Writes`, after every embedding.
 
     An item that exists (``existing``, read before the batch's writes) keeps its ``created_us``.
     """
@@ -87,22 +96,36 @@ def write(
                 expires_us=now_us + minutes_us(ttl) if ttl is not None else NEVER_US,
             )
         )
+    calls: list[WriteCall] = list(before)
     if deletes:
-        yield Delete(tuple(deletes))
-    yield from upsert(config, entries, existing)
+        calls.append(Delete(tuple(deletes)))
+    calls += yield from write_calls(config, entries, existing)
+    if calls:
+        yield Writes(tuple(calls))
 
 
 def upsert(
     config: BatchConfig, entries: Sequence[Entry], existing: Mapping[str, Hit] | None = None
 ) -> Steps[Call, None]:
-    """Embed the entries' texts (each distinct text once) and upsert their points.
+    """Embed the entries' texts and write their points, as one :class:`Writes` (see :func:`write_calls`)."""
+    calls = yield from write_calls(config, entries, existing)
+    if calls:
+        yield Writes(tuple(calls))
+
+
+def write_calls(
+    config: BatchConfig, entries: Sequence[Entry], existing: Mapping[str, Hit] | None = None
+) -> Steps[Call, list[WriteCall]]:
+    """Embed the entries' texts (each distinct text once): the calls that write their points.
 
     An entry whose point exists (in ``existing``) and is indexed by the same texts (its
     ``index_hash``) keeps its vectors: only its payload is written (one :class:`SetPayloads`
-    for all such entries), so a write that changes bookkeeping alone embeds nothing.
+    for all such entries), so a write that changes bookkeeping alone embeds nothing. Nothing
+    is written here: the steps yield only the embedding request.
     """
+    calls: list[WriteCall] = []
     if not entries:
-        return
+        return calls
     indexed = [_indexed_by(config, e) for e in entries]
     kept: list[tuple[str, dict[str, Any]]] = []
     changes: list[tuple[dict[str, Any], dict[str, Any]] | None] = []
@@ -115,9 +138,9 @@ def upsert(
         else:
             fresh.append((e, texts, words, digest))
     if kept:
-        yield SetPayloads(tuple(kept), tuple(changes))
+        calls.append(SetPayloads(tuple(kept), tuple(changes)))
     if not fresh:
-        return
+        return calls
     dense_of: dict[str, list[float]] = {}
     if config.dims is not None:
         unique = sorted({t for _, texts, _, _ in fresh for t in texts})
@@ -142,7 +165,8 @@ def upsert(
             "index_hash": digest,
         }
         points.append(PointData(e.pid, payload, dense, sparse if sparse else None))
-    yield Upsert(tuple(points))
+    calls.append(Upsert(tuple(points)))
+    return calls
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
