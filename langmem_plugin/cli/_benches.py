@@ -86,10 +86,11 @@ def _run_bench(args: argparse.Namespace) -> int:
         print("\n\n".join(run_context_bench(args.data, args.steps, trace).report() for trace in traces))
         return 0
     if args.bench == "forgetting":
-        from langmem_plugin.bench.forgetting import run_forgetting_bench
+        from langmem_plugin.bench.forgetting import run_forgetting_bench, run_scrub_bench
 
         print(f"langmem-plugin {__version__} — forgetting {args.facts} facts of a LoCoMo conversation")
         print(run_forgetting_bench(args.data, facts=args.facts, seed=args.seed).table())
+        print(run_scrub_bench(args.scrub_sizes).table())
         return 0
     if args.bench == "updates":
         from langmem_plugin.bench.updates import example_failures, run_updates_bench
@@ -221,6 +222,9 @@ def _add_benchmarks(benches: Any) -> None:
     )
     forgetting.add_argument("--facts", type=_count(1), default=100, help="facts to forget (default 100)")
     forgetting.add_argument("--seed", type=int, default=0, help="which facts (default 0)")
+    forgetting.add_argument(
+        "--scrub-sizes", type=_sizes, default=[1_000, 10_000], help="store sizes to time the scrub at"
+    )
     updates = benches.add_parser(
         "updates",
         help="facts stated then updated in generated chats: is the newer statement injected, not only "

@@ -330,7 +330,7 @@ def _forget_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[
 
 
 def _forget_answer(forgotten: Forgotten) -> str:
-    if not forgotten.memories and not forgotten.exchanges:
+    if not (forgotten.memories or forgotten.exchanges or forgotten.tool_results):
         return "Nothing matched: nothing was removed."
     return f"Forgot {forgotten.summary()}. Memory ids removed: {_dump(forgotten.ids)}."
 

@@ -17,7 +17,8 @@ call saved or changed); consolidation writes them for what extraction found.
   :mod:`langmem_plugin.core.validity`): recall leaves them out, as it leaves out the superseded
   memory; search still finds them, marked.
 - **Forgetting by content** (:func:`forget_matching_steps`) finds every memory and exchange of the
-  scope whose text holds every word of the query, and forgets them all.
+  scope whose text holds every word of the query, and the thread's stored tool results of the
+  caller that hold them too, and forgets them all in one batch.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from langmem_plugin.services.operations import (
     update_steps,
 )
 from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.stored_results.result_store import is_owned, results_namespace
 from langmem_plugin.services.upkeep.candidates import Candidate
 
 __all__ = [
@@ -121,6 +123,8 @@ class Forgotten:
         history: how many history entries were redacted (their text removed).
         history_purged: old versions the store kept of what was removed or rewritten, dropped
             (a store with history: ``CheckpointerStore``); 0 for a store that keeps none.
+        tool_results: the ids of the thread's stored tool results removed (a forget by content:
+            the caller's own results in the thread that hold every word of the query).
     """
 
     memories: list[tuple[str, str]] = field(default_factory=list)
@@ -128,6 +132,7 @@ class Forgotten:
     passages: int = 0
     history: int = 0
     history_purged: int = 0
+    tool_results: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -135,11 +140,12 @@ class Forgotten:
         return [i for i, _ in self.memories]
 
     def summary(self) -> str:
-        """One line: how many memories and exchanges were removed."""
-        return (
+        """One line: how many memories and exchanges (and stored tool results) were removed."""
+        line = (
             f"{len(self.memories)} memories and {len(self.exchanges)} past exchanges "
             f"({self.passages} passages) removed; {self.history} history entries redacted"
         )
+        return f"{line}; {len(self.tool_results)} stored tool results removed" if self.tool_results else line
 
 
 def _namespaces(scope: Scope, layout: MemoryLayout, thread_id: str | None) -> list[tuple[str, ...]]:
@@ -305,21 +311,24 @@ def forget_memories_steps(
     memories: Sequence[StoredMemory],
     *,
     exchanges: Iterable[str] = (),
+    tool_results: Sequence[Item] = (),
     recorded_by: str | None = "forget",
     history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[Forgotten]:
-    """Forget ``memories`` and the exchanges they came from (and the ``exchanges`` links given).
+    """Forget ``memories`` and the exchanges they came from (and the ``exchanges`` links given,
+    and the stored ``tool_results`` given).
 
-    One batch, in this order: the exchanges and their passages removed, the history of each
-    memory redacted, the memories deleted, and a ``DELETE`` entry per memory that says who
-    (``recorded_by``) and when, without the text. A memory that is itself an exchange is
+    One batch, in this order: the tool results, the exchanges and their passages removed, the
+    history of each memory redacted, the memories deleted, and a ``DELETE`` entry per memory that
+    says who (``recorded_by``) and when, without the text. A memory that is itself an exchange is
     removed as one (with its passages). Then a store that keeps history (``CheckpointerStore``)
     drops the old versions of every item the batch deleted or rewrote
     (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
     """
-    forgotten = Forgotten()
+    forgotten = Forgotten(tool_results=[r.key for r in tool_results])
     plain = [m for m in memories if m.record.kind is not MemoryKind.EPISODE]
-    ops = yield from exchange_removal_steps(scope, layout, memories, forgotten, exchanges=exchanges)
+    ops = [PutOp(tuple(r.namespace), r.key, None) for r in tool_results]
+    ops += yield from exchange_removal_steps(scope, layout, memories, forgotten, exchanges=exchanges)
     removed = {(ns, key) for ns, key in ((tuple(op.namespace), op.key) for op in ops if op.value is None)}
     redactions = yield from redact_history_steps(scope, [m.id for m in plain], history)
     forgotten.history = len(redactions)
@@ -461,7 +470,9 @@ def forget_matching_steps(
     history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[Forgotten]:
     """Forget every memory and exchange of ``scope`` (user memory, and the thread's session memory)
-    whose text holds every word of ``query``; what was removed.
+    whose text holds every word of ``query``, and the scope's own stored tool results in the thread
+    (:func:`~langmem_plugin.services.stored_results.result_store.results_namespace`) whose text or
+    arguments hold them, in one batch; what was removed.
 
     Raises:
         InvalidFilterError: a bad query (:func:`query_words`); nothing is removed.
@@ -480,9 +491,29 @@ def forget_matching_steps(
                 continue
             if matches_query(memory.record.content, words):
                 matched.append(memory)
+    results = yield from _matching_results_steps(scope, layout, words)
     return (
-        yield from forget_memories_steps(scope, layout, matched, recorded_by=recorded_by, history=history)
+        yield from forget_memories_steps(
+            scope, layout, matched, tool_results=results, recorded_by=recorded_by, history=history
+        )
     )
+
+
+def _matching_results_steps(
+    scope: Scope, layout: MemoryLayout, words: Sequence[str]
+) -> StoreSteps[list[Item]]:
+    """The scope's own stored tool results in its thread whose text or arguments hold every word."""
+    if scope.thread_id is None or not _fills(layout, Compartment.RESULTS, scope):
+        return []
+    namespace = results_namespace(layout, scope)
+    items = yield from list_steps(namespace, max_items=1_000_000)
+    return [i for i in items if is_owned(i, namespace, scope) and matches_query(_result_text(i), words)]
+
+
+def _result_text(item: Item) -> str:
+    """What a stored tool result says: its text and the arguments of the call."""
+    metadata = item.value.get("metadata") or {}
+    return f"{item.value.get('content') or ''} {metadata.get('args') or ''}"
 
 
 def _fills(layout: MemoryLayout, compartment: Compartment, scope: Scope) -> bool:

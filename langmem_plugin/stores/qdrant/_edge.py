@@ -103,6 +103,7 @@ from langmem_plugin.stores.qdrant._edge_requests import (
 from langmem_plugin.stores.qdrant._journal import engine_updates, read_journal, remove_journal, write_journal
 from langmem_plugin.stores.qdrant._layout import DENSE_MULTI, FORMAT, FilterIndexType
 from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
+from langmem_plugin.stores.qdrant._scrub import Scrubbed, build, finish, mark_ready
 
 __all__ = ["EdgeEngine"]
 
@@ -195,6 +196,7 @@ class EdgeEngine:
                 return
             self._lock.acquire()
             try:
+                finish(self.path)  # a scrub a killed process left part-done
                 self._shard = self._load_or_create()
                 self._ensure_filter_indexes(self._shard)
                 self._finish_journal(self._shard)  # a batch a killed process left part-done
@@ -566,6 +568,29 @@ class EdgeEngine:
                     self._shard.flush()
                     self._shard.close()
                 self._shard = self._load()
+
+    def scrub(self) -> Scrubbed:
+        """Rewrite the shard without what was deleted, and zero the old files (:mod:`._scrub`).
+
+        Blocking, like :meth:`optimize`: other calls wait meanwhile. A failure before the new
+        shard is whole leaves the old one open as it was; after, the new one is opened.
+        """
+        with self._guard, self._rw.write():
+            shard = self._require()
+            start = time.perf_counter()
+            indexes = [*CORE_INDEXES, *((name, FILTER_INDEX_SCHEMAS[k]) for name, k in self.filter_indexes)]
+            points = build(shard, self.path, shard_config(self.dims), indexes)
+            shard.flush()
+            shard.close()
+            self._shard = None
+            try:
+                mark_ready(self.path)
+                wiped = finish(self.path)
+            finally:
+                self._shard = self._load()
+            self._pending = 0
+            self._write_meta()
+            return Scrubbed(points, time.perf_counter() - start, wiped)
 
     def count(self) -> int:
         """How many points the shard holds (expired ones included until swept)."""

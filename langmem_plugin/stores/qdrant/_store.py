@@ -45,6 +45,7 @@ from langmem_plugin.stores.qdrant._engine import Engine
 from langmem_plugin.stores.qdrant._layout import to_us
 from langmem_plugin.stores.qdrant._lock import ACROSS_PROCESSES
 from langmem_plugin.stores.qdrant._maintenance import run_export_page, run_import, run_sweep
+from langmem_plugin.stores.qdrant._scrub import SCRUB_NOW_POINTS, Scrubbed
 
 if TYPE_CHECKING:  # qdrant-client takes about a second to import: imported for url=/client=/':memory:'
     from qdrant_client import QdrantClient
@@ -525,6 +526,60 @@ class QdrantStore(CheckedStore):
         """
         self.setup()
         return self._engine.optimize()
+
+    def scrub(self) -> Scrubbed | None:
+        """Embedded engine: rewrite the store's directory without what was deleted, now.
+
+        Qdrant Edge keeps a deleted item's text in its write-ahead log and segment
+        files; the scrub copies every live item into a new shard, swaps it in and
+        overwrites the old files with zeros before removing them
+        (:mod:`langmem_plugin.stores.qdrant._scrub`: each step crash-safe). It
+        blocks the store meanwhile, for about as long as an index build of every
+        item (``langmem-plugin bench forgetting`` prints it). Forgetting runs it
+        itself (:meth:`purge_history`); call it after your own deletes.
+
+        None on a server (``url=``, ``client=``: its disk is the server's, which its
+        operator looks after) and in ``":memory:"`` mode (nothing on disk).
+        """
+        self.setup()
+        if not isinstance(self._engine, EdgeEngine):
+            return None
+        return self._engine.scrub()
+
+    async def ascrub(self) -> Scrubbed | None:
+        """:meth:`scrub`, from async code (in the default executor)."""
+        return await run_in_executor(None, self.scrub)
+
+    def purge_history(
+        self, namespaces: Iterable[tuple[str, ...]] = (), *, keys: Iterable[tuple[tuple[str, ...], str]] = ()
+    ) -> int:
+        """What forgetting asks after its deletes: the embedded store scrubs its directory.
+
+        Every forget (``forget_user``, ``forget``, ``forget_about``, the forget tools,
+        ``clear_memory``, ``delete_idle_threads``) asks it once its batch is written
+        (:class:`~langmem_plugin.services.store_steps.PurgeHistory`). A request that names
+        whole ``namespaces`` (a user or a thread removed) always scrubs; one of single
+        ``keys`` scrubs while the store holds at most
+        :data:`~langmem_plugin.stores.qdrant._scrub.SCRUB_NOW_POINTS` items, and above that
+        leaves the text on disk until the next scrub (:meth:`scrub`, or the next request
+        that makes one), so that a forget tool never holds a big store for long.
+
+        Returns 0: the store keeps no old versions of its items (``history_purged``
+        counts those), whether or not it scrubbed. A server or ``":memory:"``: nothing
+        to do (see :meth:`scrub`).
+        """
+        if not isinstance(self._engine, EdgeEngine):
+            return 0
+        whole, single = any(True for _ in namespaces), any(True for _ in keys)
+        if whole or (single and self.count() <= SCRUB_NOW_POINTS):
+            self.scrub()
+        return 0
+
+    async def apurge_history(
+        self, namespaces: Iterable[tuple[str, ...]] = (), *, keys: Iterable[tuple[tuple[str, ...], str]] = ()
+    ) -> int:
+        """:meth:`purge_history`, from async code (in the default executor)."""
+        return await run_in_executor(None, self.purge_history, tuple(namespaces), keys=tuple(keys))
 
     @property
     def optimize_seconds(self) -> float:
