@@ -117,6 +117,7 @@ def cluster() -> Iterator[tuple[CountingClient, Memory, Memory]]:
     for i in range(MEMORIES):
         save.invoke({"content": f"Sam {rng.choice(words)} and {rng.choice(words)}, note {i}"}, CONFIG)
     plain.recall([HumanMessage(QUESTION)], CONFIG)  # the question's words probed once
+    tracked.recall([HumanMessage("tea")], CONFIG)  # its first recall looks for unfinished operations
     client.requests.clear()
     yield client, plain, tracked
     plain.close()

@@ -102,7 +102,7 @@ from langmem_plugin.services.remember import (
     remember_steps,
 )
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
-from langmem_plugin.services.upkeep import Reflector, index_thread_ops
+from langmem_plugin.services.upkeep import Reflector, index_thread_ops, resume_forgetting_steps
 
 __all__ = [
     "DEFAULT_KEYS",
@@ -220,6 +220,7 @@ class MemoryTurn:
         self.reflector = reflector
         self.describer = result_describer(context.results, model=tokenizer_model)  # the model compactor
         self._indexed: set[tuple[int, str | None, str | None]] = set()
+        self._resumed: set[int] = set()  # the stores whose unfinished operations were finished
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -241,8 +242,11 @@ class MemoryTurn:
         left the recall raises :class:`~langmem_plugin.errors.ScopeError`. ``as_of``: recall as
         it would have been then (recency from it, nothing written after it; see
         :func:`~.recall.recall_steps`).
+
+        The first recall on a store first finishes what a stopped run left part-done there
+        (:meth:`resume_steps`).
         """
-        return recall_steps(
+        steps = recall_steps(
             scope,
             self.layout,
             messages,
@@ -252,6 +256,20 @@ class MemoryTurn:
             query=query,
             as_of=as_of,
         )
+        return steps if id(store) in self._resumed else self._resumed_first(store, steps)
+
+    def resume_steps(self, store: BaseStore) -> StoreSteps[int]:
+        """Finish every operation of several batches a stopped run left part-done on ``store``
+        (``forget_user``, thread deletions, document re-adds: their intents,
+        :mod:`~langmem_plugin.services.intents`); returns how many were finished."""
+        finished: int = yield from resume_forgetting_steps(self.layout)
+        with self._lock:
+            self._resumed.add(id(store))
+        return finished
+
+    def _resumed_first(self, store: BaseStore, steps: StoreSteps[Recall]) -> StoreSteps[Recall]:
+        yield from self.resume_steps(store)
+        return (yield from steps)
 
     def recall(self, scope: Scope, store: BaseStore, messages: Sequence[BaseMessage], **state: Any) -> Recall:
         """Recall for ``messages``; ``state`` may give ``plan``, ``run_memory`` and ``as_of``."""

@@ -575,5 +575,17 @@ class Memory(DocumentMethods, InspectingMethods):
         self.turn.reset_thread_index(user_id)
         return report
 
+    def resume(self) -> int:
+        """Finish what a stopped run left part-done in the store (a ``forget_user`` or thread deletion
+        killed between its batches: :mod:`~langmem_plugin.services.intents`); how many were finished.
+
+        The first recall of this ``Memory`` on its store does it too.
+        """
+        return execute(self.store, self.turn.resume_steps(self.store))
+
+    async def aresume(self) -> int:
+        """Async :meth:`resume`."""
+        return await aexecute(self.store, self.turn.resume_steps(self.store))
+
     def __repr__(self) -> str:
         return f"Memory(store={type(self.store).__name__}, model={self.model!r})"

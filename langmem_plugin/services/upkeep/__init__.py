@@ -30,6 +30,7 @@ from langmem_plugin.services.upkeep.forgetting import (
     forget_steps,
     forget_user_steps,
     index_thread_ops,
+    resume_forgetting_steps,
 )
 from langmem_plugin.services.upkeep.provenance import (
     Forgotten,
@@ -65,6 +66,7 @@ __all__ = [
     "forget_user_steps",
     "index_thread_ops",
     "link_memories_steps",
+    "resume_forgetting_steps",
     "revise_steps",
     "supersede_steps",
 ]

@@ -450,10 +450,9 @@ def consolidate_steps(
             decisions.setdefault(decision.candidate, []).append(decision)
     puts = _apply(scope, layout, namespace, fresh, decisions, config, result)
     marks = yield from _supersede_sources_steps(scope, layout, fresh, puts, result)
-    if marks:  # first: a crash before the puts leaves the old exchanges out, never beside the new fact
-        yield marks
-    if puts:  # within user memory's item limit, counted where the data lives (services.limits)
-        yield from bounded_steps(puts, [bound_of(layout, Compartment.USER, namespace)])
+    if marks or puts:  # one batch: the old exchanges marked superseded with the new fact, or neither
+        # within user memory's item limit, counted where the data lives (services.limits)
+        yield from bounded_steps([*marks, *puts], [bound_of(layout, Compartment.USER, namespace)])
     if config.max_memories is not None:
         evicted = yield from evict_steps(
             namespace, config.max_memories, protect=set(result.added), spare=(MemoryKind.EPISODE,)

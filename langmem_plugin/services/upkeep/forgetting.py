@@ -32,6 +32,8 @@ stored tool results in it (``(..., "results", thread_id, "user", user_id)``) go.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ from langmem_plugin.core.scope import NamespaceTemplate, Scope, exact_id, exact_
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
+from langmem_plugin.services.intents import Intent, begin_op, end_op, intents_steps, pending_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
@@ -58,6 +61,7 @@ __all__ = [
     "forget_steps",
     "forget_user_steps",
     "index_thread_ops",
+    "resume_forgetting_steps",
     "value_order",
 ]
 
@@ -283,7 +287,10 @@ def _forget_user_steps(
     index_ns = scope.namespace(index)
     index_items = yield from list_steps(index_ns)
     known = [str(i.value.get("thread_id") or i.key) for i in index_items]
-    candidates = list(dict.fromkeys([*known, *threads]))
+    # a run that stopped part-way recorded every thread it knew: its index entries may be gone
+    prior = yield from intents_steps(_FORGET_USER, user_id)
+    recorded = [str(t) for t in prior.args.get("threads", ())] if prior is not None else []
+    candidates = list(dict.fromkeys([*known, *threads, *recorded]))
     index_prefix = _static_prefix(index)
     for thread in candidates:
         (claims,) = yield [SearchOp(index_prefix, filter={"thread_id": thread}, limit=50, refresh_ttl=False)]
@@ -333,10 +340,8 @@ def _forget_user_steps(
     removed = {key for namespace, key in seen}
     stripped = yield from _strip_quotes_steps(layout, sharers, removed)
     report.quotes_stripped = len(stripped)
-    for start in range(0, len(doomed), _PAGE):
-        yield doomed[start : start + _PAGE] + (stripped if start + _PAGE >= len(doomed) else [])
-    if not doomed and stripped:
-        yield stripped
+    intent = Intent(_FORGET_USER, user_id, {"threads": candidates})
+    yield from _intended_steps(intent, stripped, doomed, recorded=prior is not None)
     # a store that keeps history (CheckpointerStore) drops the old versions too: of every place
     # wholly the user's, of the user's own namespaces in shared threads, of each item rewritten
     owned = [ns for _, ns, whole in places if whole]
@@ -344,6 +349,53 @@ def _forget_user_steps(
     report.history_purged = yield from purge_history_steps([*doomed, *stripped], namespaces=owned)
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
+
+
+_FORGET_USER = "forget_user"
+_DELETE_THREADS = "delete_threads"
+
+
+def _intended_steps(
+    intent: Intent, rewrites: Sequence[PutOp], deletes: Sequence[PutOp], *, recorded: bool
+) -> StoreSteps[None]:
+    """Write an operation of several batches as :mod:`~langmem_plugin.services.intents` says: the
+    intent recorded in the first batch with the rewrites (before any delete: a rewrite that fails,
+    an embedder down, leaves everything as it was), the deletes in pages after it, in their
+    order (what tells where to look, such as the thread index, last), the intent removed in the
+    last page. One batch needs no intent (a store applies a batch whole); ``recorded``: a run
+    that stopped part-way left one, removed with this run's last batch."""
+    if len(rewrites) + len(deletes) <= _PAGE:
+        batch = [*rewrites, *deletes, *([end_op(intent)] if recorded else [])]
+        if batch:
+            yield batch
+        return
+    yield [begin_op(intent), *rewrites]
+    for start in range(0, len(deletes), _PAGE):
+        last = start + _PAGE >= len(deletes)
+        yield [*deletes[start : start + _PAGE], *([end_op(intent)] if last else [])]
+    if not deletes:
+        yield [end_op(intent)]
+
+
+def resume_forgetting_steps(
+    layout: MemoryLayout,
+    *,
+    history: NamespaceTemplate = HISTORY_NAMESPACE,
+    index: NamespaceTemplate = THREAD_INDEX,
+) -> StoreSteps[int]:
+    """Finish every ``forget_user`` and thread deletion a run left part-done (its intent is still
+    in the store: :mod:`~langmem_plugin.services.intents`); returns how many were finished."""
+    finished = 0
+    for intent in (yield from pending_steps((_FORGET_USER, _DELETE_THREADS))):
+        if intent.kind == _FORGET_USER:
+            yield from _forget_user_steps(intent.target, layout, [], None, history, index)
+        else:
+            threads = intent.args.get("threads")
+            if isinstance(threads, dict):
+                yield from delete_threads_steps(layout, list(threads), index=index)
+        logger.info("finished the %s of %r a stopped run left part-done", intent.kind, intent.target)
+        finished += 1
+    return finished
 
 
 def _strip_quotes_steps(
@@ -426,11 +478,19 @@ def delete_threads_steps(
     places = (("session", Compartment.SESSION), ("tool_results", Compartment.RESULTS))
     owned: list[tuple[str, ...]] = []  # the threads' own namespaces: their history goes whole
     threads = list(dict.fromkeys(thread_ids))
+    target = hashlib.blake2b(json.dumps(sorted(threads)).encode(), digest_size=12).hexdigest()
+    prior = yield from intents_steps(_DELETE_THREADS, target)  # a run that stopped part-way
+    known: dict[str, list[str]] = {}
+    if prior is not None and isinstance(prior.args.get("threads"), dict):
+        known = {str(t): [str(u) for u in us] for t, us in prior.args["threads"].items()}
     for thread in threads:
         claims = yield from _claims_steps(index, thread)
         users: list[str | None] = list(
-            dict.fromkeys(str(c.value["user_id"]) for c in claims if c.value.get("user_id"))
+            dict.fromkeys(
+                [*known.get(thread, ()), *(str(c.value["user_id"]) for c in claims if c.value.get("user_id"))]
+            )
         )
+        known[thread] = [u for u in users if u is not None]
         for user in users or [None]:
             for name, compartment in places:
                 try:  # a thread id that cannot be a label (ScopeError) has no namespace of ours
@@ -444,8 +504,8 @@ def delete_threads_steps(
                 if any("{thread_id}" in label for label in layout.template(compartment)):
                     owned.append(namespace)
         doom("thread_index", claims)
-    for start in range(0, len(doomed), _PAGE):
-        yield doomed[start : start + _PAGE]
+    intent = Intent(_DELETE_THREADS, target, {"threads": known})
+    yield from _intended_steps(intent, [], doomed, recorded=prior is not None)
     purged = yield from purge_history_steps(doomed, namespaces=owned)
     logger.debug("deleted threads %s: %d old versions purged", threads, purged)
     return counts
