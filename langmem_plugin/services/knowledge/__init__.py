@@ -7,7 +7,12 @@ What it owns:
   all read before anything is written; a source it cannot read is an error, never knowledge.
 - ``splitting``: chunks by any LangChain ``TextSplitter``; the default splits on Markdown structure,
   then sentences, counting our tokenizer's tokens.
+- ``files``: reading files safely: a folder never leads out of itself through a link, only
+  regular files, archives and PDFs that inflate past the size cap refused before they inflate.
 - ``steps``: writing a source's chunks (only the changed ones), removing a source, the report.
+- ``versions``: one version of a source at a time: intent recorded before the writes, a new
+  version staged hidden and revealed after its commit, :func:`resume_knowledge_steps` to finish
+  what a killed process left, and the in-process lock that makes writers of one source take turns.
 
 Recall injects the whole knowledge when it fits its token budget and searches it otherwise
 (:mod:`langmem_plugin.services.recall`); each chunk is shown with its ``source``, ``page`` and
@@ -36,11 +41,13 @@ from langmem_plugin.services.knowledge.steps import (
     remove_documents,
     remove_documents_steps,
 )
+from langmem_plugin.services.knowledge.versions import STEPS_NAMESPACE, resume_knowledge_steps
 
 __all__ = [
     "DEFAULT_CHUNK_TOKENS",
     "MIN_CHUNK_TOKENS",
     "READ_SUFFIXES",
+    "STEPS_NAMESPACE",
     "AddedDocument",
     "DocumentSource",
     "Source",
@@ -52,5 +59,6 @@ __all__ = [
     "read_sources",
     "remove_documents",
     "remove_documents_steps",
+    "resume_knowledge_steps",
     "section_splitter",
 ]

@@ -8,10 +8,16 @@ again replaces every chunk of that name.
 Everything is read before anything is written. A source that cannot be read is never knowledge:
 it comes back with an ``error`` naming it and the fix (a URL, a path that does not exist, a file
 type this package does not read, a corrupt or encrypted or scanned PDF, an empty file, a binary
-file, a file over :data:`MAX_SOURCE_BYTES`), and the other sources are still added. A call that is
-wrong as a whole raises: ``sources`` that is not a list, a source of a type that is no document,
-and a ``.pdf``/``.docx`` without the ``documents`` extra
-(``pip install "langmem-plugin[documents]"``).
+file, a file over :data:`MAX_SOURCE_BYTES`, a link in a folder that leads out of it), and the other
+sources are still added. A call that is wrong as a whole raises: ``sources`` that is not a list, a
+source of a type that is no document, a ``.pdf``/``.docx`` without the ``documents`` extra
+(``pip install "langmem-plugin[documents]"``), and a ``.docx`` or ``.pdf`` that is small on disk
+but inflates past :data:`MAX_SOURCE_BYTES` (``MemoryLimitError``: a file built to exhaust memory).
+How files are read safely (links, pipes, archives) is :mod:`.files`.
+
+A ``str`` is a path when it names an existing file exactly as written (line breaks and spaces
+included), or when, stripped, it ends with a document suffix or holds a path separator and
+exists; any other ``str`` is a text.
 
 >>> [s.name for s in read_sources(["Support hours: 9 to 5."])]
 ['text-2910de70bc']
@@ -19,7 +25,10 @@ and a ``.pdf``/``.docx`` without the ``documents`` extra
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
+import io
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -30,7 +39,16 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langmem_plugin.core.record import clean_text
-from langmem_plugin.errors import ConfigurationError, MissingDependencyError, shown
+from langmem_plugin.errors import ConfigurationError, MemoryLimitError, MissingDependencyError, shown
+from langmem_plugin.services.knowledge.files import (
+    FolderFile,
+    check_archive,
+    folder_files,
+    read_regular_file,
+)
+from langmem_plugin.services.knowledge.files import (
+    Unreadable as _Unreadable,
+)
 
 __all__ = ["MAX_SOURCE_BYTES", "READ_SUFFIXES", "Source", "read_sources", "shown_metadata"]
 
@@ -58,10 +76,6 @@ SHOWN_METADATA = ("source", "page", "title")
 _MAX_FIELD = 300
 #: The largest file (bytes) or text (characters) one source may be.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
-
-
-class _Unreadable(Exception):
-    """A source that cannot be read: reported for that source, the others still added."""
 
 
 @dataclass(frozen=True)
@@ -115,8 +129,16 @@ def _sized(text: str, what: str) -> str:
     return text
 
 
+def _source_name(value: Any) -> str | None:
+    """A loader's ``source`` as the name of its source: the text as it is (only blank ends
+    stripped), so that ``remove_documents`` finds it by exactly what ``add_documents`` reported."""
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return str(value).strip() or None
+
+
 def _from_langchain(document: Document) -> Source:
-    name = _field((document.metadata or {}).get("source"))
+    name = _source_name((document.metadata or {}).get("source"))
     if not isinstance(document.page_content, str):
         raise _Unreadable(
             f"a Document's page_content must be text, got {type(document.page_content).__name__}. "
@@ -124,6 +146,16 @@ def _from_langchain(document: Document) -> Source:
         )
     _sized(document.page_content, f"the Document {name or ''}".rstrip())
     return Source(name or _text_name(document.page_content), (document,))
+
+
+def _names_file(text: str) -> bool:
+    """Whether ``text``, exactly as written, names an existing file."""
+    if "\x00" in text or len(text) > 4096:
+        return False
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
 
 
 def _is_path(text: str) -> bool:
@@ -142,6 +174,8 @@ def _one_source(source: Any) -> list[Source]:
                 f"add_documents does not fetch URLs ({shown(source)}). Fix: load the page with a "
                 "LangChain loader, e.g. WebBaseLoader(url).load(), and pass the documents it returns."
             )
+        if _names_file(source):
+            return _read_path(Path(source))  # as written: a name may hold a line break or end in a space
         if not _is_path(source):
             _sized(source, f"the text {shown(source[:40])}")
             return [Source(_text_name(source), (Document(page_content=source),))]
@@ -157,8 +191,10 @@ def _one_source(source: Any) -> list[Source]:
 
 def _read_path(path: Path) -> list[Source]:
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in READ_SUFFIXES)
-        return [_reported(_read_file, f, str(f)) for f in files]
+        return [
+            _reported(_read_folder_file, f, str(f.path))
+            for f in folder_files(path, READ_SUFFIXES, MAX_SOURCE_BYTES)
+        ]
     suffix = path.suffix.lower()
     if suffix not in READ_SUFFIXES:
         loader = _LOADER_FOR.get(suffix)
@@ -167,9 +203,15 @@ def _read_path(path: Path) -> list[Source]:
             f"{str(path)!r} is a {suffix or 'suffix-less'} file; add_documents reads {list(READ_SUFFIXES)}. "
             f"Fix: {hint} and pass the documents it returns."
         )
-    if not path.is_file():
+    if not path.exists():
         raise _Unreadable(f"the document path {str(path)!r} does not exist. Fix: check the path.")
-    return [_read_file(path)]
+    return [_read_file(path, read_regular_file(path, MAX_SOURCE_BYTES))]
+
+
+def _read_folder_file(found: FolderFile) -> Source:
+    if found.data is None:
+        raise _Unreadable(found.error or f"{str(found.path)!r} was not read.")
+    return _read_file(found.path, found.data)
 
 
 def _reported(read: Callable[[Any], Source], source: Any, name: str) -> Source:
@@ -180,17 +222,12 @@ def _reported(read: Callable[[Any], Source], source: Any, name: str) -> Source:
         return Source(name, (), str(exc))
 
 
-def _read_file(path: Path) -> Source:
+def _read_file(path: Path, data: bytes) -> Source:
+    """The source of the file ``path`` whose bytes are ``data`` (read by :mod:`.files`)."""
     suffix = path.suffix.lower()
-    size = path.stat().st_size
-    if size > MAX_SOURCE_BYTES:
-        raise _Unreadable(
-            f"{str(path)!r} is {size:,} bytes, more than {MAX_SOURCE_BYTES:,}. "
-            "Fix: split it, or load it with a LangChain loader and pass the pages you need."
-        )
     if suffix in TEXT_SUFFIXES:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _Unreadable(
                 f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}). "
@@ -200,9 +237,9 @@ def _read_file(path: Path) -> Source:
             raise _Unreadable(f"{str(path)!r} holds NUL bytes: a binary file, not text. Fix: leave it out.")
         parts: tuple[Document, ...] = (Document(page_content=text, metadata={"source": str(path)}),)
     elif suffix == ".pdf":
-        parts = _read_pdf(path)
+        parts = _read_pdf(path, data)
     else:
-        parts = (_read_docx(path),)
+        parts = (_read_docx(path, data),)
     if not any(p.page_content.strip() for p in parts):
         raise _Unreadable(
             f"{str(path)!r} holds no text to add (a scanned PDF, or an empty file). "
@@ -211,22 +248,68 @@ def _read_file(path: Path) -> Source:
     return Source(str(path), parts)
 
 
-def _read_pdf(path: Path) -> tuple[Document, ...]:
+def _pdf_limits(cap: int) -> contextlib.AbstractContextManager[object]:
+    """pypdf's decoding limits set to ``cap`` for this read (pypdf 6.6+; older ones keep theirs)."""
+    import pypdf
+
+    apply = getattr(pypdf, "apply_configuration", None)
+    configuration = getattr(pypdf, "Configuration", None)
+    if apply is None or configuration is None:
+        return contextlib.nullcontext()
+    names = {f.name for f in dataclasses.fields(configuration)}
+    limits = {name: cap for name in _PDF_LIMITS if name in names}
+    managed: contextlib.AbstractContextManager[object] = apply(**limits)
+    return managed
+
+
+_PDF_LIMITS = (
+    "maximum_declared_stream_length",
+    "array_based_stream_maximum_output_length",
+    "zlib_maximum_output_length",
+    "lzw_maximum_output_length",
+    "run_length_maximum_output_length",
+    "brotli_maximum_output_length",
+    "jbig2_maximum_output_length",
+    "stream_decoding_work_maximum_length",
+)
+
+
+def _pdf_bomb(path: Path, size: str, cap: int) -> MemoryLimitError:
+    return MemoryLimitError(
+        f"{str(path)!r} inflates to {size}, more than the {cap:,} bytes a document may be: a PDF "
+        "whose streams or text decode past the limit is refused (nothing was added). "
+        "Fix: check where the file came from; split a real one, or load the pages you need with a "
+        "LangChain PDF loader and pass them as Documents."
+    )
+
+
+def _read_pdf(path: Path, data: bytes) -> tuple[Document, ...]:
     try:
         from pypdf import PdfReader
+        from pypdf.errors import LimitReachedError
     except ImportError:
         raise MissingDependencyError(f"reading {str(path)!r} needs pypdf. Fix: {_EXTRA}") from None
+    cap = MAX_SOURCE_BYTES
+    pages: list[str] = []
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted:
-            raise _Unreadable(
-                f"{str(path)!r} is an encrypted PDF. "
-                "Fix: decrypt it, or load it with PyPDFLoader(path, password=...)."
-            )
-        title = reader.metadata.title if reader.metadata else None
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except _Unreadable:
+        with _pdf_limits(cap):
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                raise _Unreadable(
+                    f"{str(path)!r} is an encrypted PDF. "
+                    "Fix: decrypt it, or load it with PyPDFLoader(path, password=...)."
+                )
+            title = reader.metadata.title if reader.metadata else None
+            size = 0
+            for page in reader.pages:
+                pages.append(page.extract_text() or "")
+                size += len(pages[-1])
+                if size > cap:
+                    raise _pdf_bomb(path, f"at least {size:,} characters of text", cap)
+    except (_Unreadable, MemoryLimitError):
         raise
+    except LimitReachedError as exc:
+        raise _pdf_bomb(path, f"a stream past pypdf's limit ({str(exc)[:120]})", cap) from None
     except Exception as exc:  # pypdf raises its own errors and many builtins on a malformed file
         raise _Unreadable(
             f"{str(path)!r} could not be read as a PDF ({type(exc).__name__}: {str(exc)[:120]}). "
@@ -238,13 +321,14 @@ def _read_pdf(path: Path) -> tuple[Document, ...]:
     )
 
 
-def _read_docx(path: Path) -> Document:
+def _read_docx(path: Path, data: bytes) -> Document:
     try:
         import docx
     except ImportError:
         raise MissingDependencyError(f"reading {str(path)!r} needs python-docx. Fix: {_EXTRA}") from None
+    check_archive(data, str(path), MAX_SOURCE_BYTES)
     try:
-        document = docx.Document(str(path))
+        document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises zipfile, lxml and its own errors for a bad file
         raise _Unreadable(
             f"{str(path)!r} could not be read as a .docx file ({type(exc).__name__}). "
@@ -292,7 +376,9 @@ def read_sources(sources: Iterable[Any]) -> list[Source]:
 
 def _name_of(source: Any) -> str:
     if isinstance(source, Document):
-        return _field((source.metadata or {}).get("source")) or "a Document"
+        return _source_name((source.metadata or {}).get("source")) or "a Document"
+    if isinstance(source, str) and _names_file(source):
+        return source
     if isinstance(source, str) and "\n" not in source and len(source) <= 200:
         return source.strip()
     return str(source) if isinstance(source, os.PathLike) else shown(source)

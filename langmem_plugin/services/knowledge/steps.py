@@ -1,34 +1,47 @@
 """Writing and removing an agent's documents in its knowledge compartment.
 
 Each chunk is a ``kind="document"`` :class:`~langmem_plugin.MemoryRecord` in
-``("memories", "agent", "{agent}", "knowledge")`` (the layout's template), keyed by its source's
-name and its number, with the source's ``source``/``page``/``title`` in its metadata. Adding a
-source again writes only the chunks that changed and removes the ones a shorter version no longer
-has; removing a source removes all its chunks. The item limit is counted again where the data
-lives, in the write itself (:mod:`langmem_plugin.services.limits`).
+``("memories", "agent", "{agent}", "knowledge")`` (the layout's template), keyed by its source
+and its text (:mod:`.versions`), with the source's ``source``/``page``/``title`` in its metadata.
+Adding a source again writes only the chunks that changed and removes the ones the new version no
+longer has; removing a source removes all its chunks. How a change is written so that the old
+version or the new one is whole, whatever fails, and so that two writers of one source take turns,
+is :mod:`.versions`. A call reads the compartment once, whatever the number of sources, and
+writes them in groups. The item limit is counted again where the data lives, in the write itself
+(:mod:`langmem_plugin.services.limits`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, Item, PutOp
 
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, clean_text
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError, MemoryLimitError, shown
 from langmem_plugin.services.knowledge.sources import Source, read_sources, shown_metadata
 from langmem_plugin.services.knowledge.splitting import DEFAULT_CHUNK_TOKENS, default_splitter
+from langmem_plugin.services.knowledge.versions import (
+    STAGED,
+    Change,
+    aheld,
+    apply_steps,
+    chunk_key,
+    held,
+    items_of,
+    listing_steps,
+    resume_knowledge_steps,
+    source_id,
+)
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.limits import bound_of, bounded_steps, list_steps
-from langmem_plugin.services.operations import INDEX_FIELDS, to_stored
+from langmem_plugin.services.limits import bound_of, bounded_steps, write_steps
+from langmem_plugin.services.operations import INDEX_FIELDS, read_record
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
 __all__ = [
@@ -45,14 +58,16 @@ __all__ = [
 DocumentSource = str | Path | Document
 _PROGRESS_MIN_FILES = 5
 _log = logging.getLogger("langmem_plugin.knowledge")
-_MAX_SCAN = 100_000
+_GROUP_SOURCES = 256  # sources written together (one intent batch, one bounded write, ...)
+_GROUP_CHUNKS = 2048
 
 
 @dataclass(frozen=True)
 class AddedDocument:
     """What one source came to: ``chunks`` it has now, ``written`` of them new or changed,
-    ``removed`` chunks of an older version (or, from :func:`remove_documents`, all of them);
-    ``error`` says why a source that could not be read was not added (nothing written for it)."""
+    ``removed``: how many chunks fewer than the older version it has (or, from
+    :func:`remove_documents`, all of them); ``error`` says why a source that could not be read
+    or written was not added (nothing written for it)."""
 
     name: str
     chunks: int
@@ -65,10 +80,6 @@ def _category(name: str) -> str:
     stem = Path(name).stem if name else "document"
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "-" for c in stem)
     return "knowledge/" + (safe.strip("-")[:60].strip("-") or "document")
-
-
-def _key(name: str, chunk: int) -> str:
-    return "doc-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12] + f"-{chunk}"
 
 
 def _chunks(source: Source, splitter: TextSplitter) -> list[tuple[str, dict[str, str]]]:
@@ -85,58 +96,136 @@ def _chunks(source: Source, splitter: TextSplitter) -> list[tuple[str, dict[str,
     return out
 
 
-def _of_source(items: Iterable[Any], name: str) -> list[Any]:
-    return [
-        m
-        for item in items
-        if (m := to_stored(item, Compartment.KNOWLEDGE)) and m.record.metadata.get("source") == name
-    ]
+def _change(
+    namespace: tuple[str, ...],
+    layout: MemoryLayout,
+    source: Source,
+    splitter: TextSplitter,
+    stored: list[Item],
+) -> tuple[Change | None, AddedDocument]:
+    """What adding ``source`` changes, given its ``stored`` chunks (``None``: nothing)."""
+    sid, chunks = source_id(source.name), _chunks(source, splitter)
+    category, adding = _category(source.name), not stored
+    old = {item.key: item for item in stored}
+    change = Change(namespace, sid, source.name, "adding" if adding else "replacing")
+    for number, (text, meta) in enumerate(chunks):
+        layout.check_content(Compartment.KNOWLEDGE, text)
+        metadata = {**meta, "chunk": str(number), "chunks": str(len(chunks))}
+        key = chunk_key(sid, text)
+        change.keys.append(key)
+        item = old.get(key)
+        before = read_record(item) if item is not None and STAGED not in item.value else None
+        if before is not None and (before.content, before.metadata, before.category) == (
+            text,
+            metadata,
+            category,
+        ):
+            continue  # unchanged: not written, not embedded again
+        record = MemoryRecord(
+            content=text,
+            category=category,
+            kind=MemoryKind.DOCUMENT,
+            source="add_documents",
+            metadata=metadata,
+            **({"created_at": before.created_at} if before is not None else {}),
+        )
+        put = PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS)
+        if before is None and not adding:  # a new text: written hidden, revealed after the commit
+            change.stage.append(put._replace(value={**record.to_value(), STAGED: True}))
+            change.final.append(put)
+        elif before is None:
+            change.stage.append(put)
+        else:  # the same text, other metadata: rewritten after the commit (its vectors kept)
+            change.final.append(put)
+    wanted = set(change.keys)
+    change.stale = [key for key in old if key not in wanted]
+    visible = sum(STAGED not in item.value for item in stored)
+    written = sum(op.key not in old or STAGED in old[op.key].value for op in change.stage) + sum(
+        op.key in old and STAGED not in old[op.key].value for op in change.final
+    )
+    added = AddedDocument(source.name, len(chunks), max(0, visible - len(chunks)), written)
+    if not (change.stage or change.final or change.stale):
+        return None, added
+    return change, added
+
+
+def _add_steps(
+    namespace: tuple[str, ...], layout: MemoryLayout, sources: Iterable[Source], splitter: TextSplitter
+) -> StoreSteps[list[AddedDocument]]:
+    """Add ``sources``: the compartment read once, then the changes written in groups."""
+    by_owner, count = yield from listing_steps(namespace, layout.limits_for(Compartment.KNOWLEDGE).max_items)
+    report: list[AddedDocument] = []
+    group: list[tuple[int, Change]] = []
+    for source in sources:
+        if source.error is not None:
+            report.append(AddedDocument(source.name, 0, 0, error=source.error))
+            continue
+        try:
+            change, added = _change(
+                namespace, layout, source, splitter, items_of(by_owner, source_id(source.name))
+            )
+            if change is not None:
+                layout.check_room(Compartment.KNOWLEDGE, count, len(change.stage))
+        except (InvalidRecordError, MemoryLimitError) as exc:  # raised before this source's write
+            report.append(AddedDocument(source.name, 0, 0, error=str(exc)))
+            continue
+        report.append(added)
+        if change is None:
+            continue
+        count += len(change.stage) - len(change.stale)
+        group.append((len(report) - 1, change))
+        if len(group) >= _GROUP_SOURCES or sum(len(c.stage) for _, c in group) >= _GROUP_CHUNKS:
+            yield from _write_group(namespace, layout, group, report)
+            group = []
+    yield from _write_group(namespace, layout, group, report)
+    return report
+
+
+def _write_group(
+    namespace: tuple[str, ...],
+    layout: MemoryLayout,
+    group: Sequence[tuple[int, Change]],
+    report: list[AddedDocument],
+) -> StoreSteps[None]:
+    bound = bound_of(layout, Compartment.KNOWLEDGE, namespace)
+    try:
+        yield from apply_steps([c for _, c in group], lambda ops: bounded_steps(ops, [bound]))
+    except (InvalidRecordError, MemoryLimitError) as exc:  # refused where the data lives: undone
+        for index, _ in group:
+            report[index] = AddedDocument(report[index].name, 0, 0, error=str(exc))
+    return None
 
 
 def add_documents_steps(
     scope: Scope, layout: MemoryLayout, source: Source, splitter: TextSplitter
 ) -> StoreSteps[AddedDocument]:
-    """Write one source's chunks into the knowledge compartment, replacing an older version."""
-    if source.error is not None:
-        return AddedDocument(source.name, 0, 0, error=source.error)
+    """Write one source's chunks into the knowledge compartment, replacing an older version.
+
+    Steps only: :func:`add_documents` also holds the source's in-process lock around them.
+    """
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
-    chunks = _chunks(source, splitter)
-    existing = yield from list_steps(
-        namespace, max_items=layout.limits_for(Compartment.KNOWLEDGE).max_items or _MAX_SCAN
-    )
-    stored = {m.id: m.record for m in _of_source(existing, source.name)}
-    ops: list[PutOp] = []
-    for number, (text, meta) in enumerate(chunks):
-        layout.check_content(Compartment.KNOWLEDGE, text)
-        metadata = {**meta, "chunk": str(number), "chunks": str(len(chunks))}
-        key = _key(source.name, number)
-        old = stored.get(key)
-        if old is not None and old.content == text and old.metadata == metadata:
-            continue  # unchanged: not embedded again
-        record = MemoryRecord(
-            content=text,
-            category=_category(source.name),
-            kind=MemoryKind.DOCUMENT,
-            source="add_documents",
-            metadata=metadata,
-        )
-        ops.append(PutOp(namespace, key, record.to_value(), index=INDEX_FIELDS))
-    keep = {_key(source.name, n) for n in range(len(chunks))}
-    stale = [PutOp(namespace, key, None) for key in stored if key not in keep]
-    new_keys = {op.key for op in ops} - {item.key for item in existing}
-    layout.check_room(Compartment.KNOWLEDGE, len(existing) - len(stale), len(new_keys))
-    yield from bounded_steps([*ops, *stale], [bound_of(layout, Compartment.KNOWLEDGE, namespace)])
-    return AddedDocument(source.name, len(chunks), len(stale), len(ops))
+    (added,) = yield from _add_steps(namespace, layout, [source], splitter)
+    return added
+
+
+def _remove_steps(namespace: tuple[str, ...], names: Sequence[str]) -> StoreSteps[list[AddedDocument]]:
+    by_owner, _ = yield from listing_steps(namespace, None)
+    report: list[AddedDocument] = []
+    changes: dict[str, Change] = {}
+    for name in names:
+        sid = source_id(name)
+        items = [] if sid in changes else items_of(by_owner, sid)
+        report.append(AddedDocument(name, 0, sum(STAGED not in item.value for item in items)))
+        if items:
+            changes[sid] = Change(namespace, sid, name, "removing", stale=[item.key for item in items])
+    yield from apply_steps(list(changes.values()), write_steps)
+    return report
 
 
 def remove_documents_steps(scope: Scope, layout: MemoryLayout, name: str) -> StoreSteps[AddedDocument]:
     """Remove every chunk of the source ``name`` (its path, loader ``source`` or ``text-...`` name)."""
-    namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
-    existing = yield from list_steps(namespace, max_items=_MAX_SCAN)
-    stale = [PutOp(namespace, m.id, None) for m in _of_source(existing, name)]
-    if stale:
-        yield stale
-    return AddedDocument(name, 0, len(stale))
+    (removed,) = yield from _remove_steps(layout.namespace(Compartment.KNOWLEDGE, scope), [name])
+    return removed
 
 
 def _progress(sources: Sequence[Source], progress: bool | None) -> Iterable[Source]:
@@ -165,6 +254,10 @@ def _splitter(splitter: TextSplitter | None, chunk_tokens: int, model: str | Non
             "Fix: pass e.g. RecursiveCharacterTextSplitter(chunk_size=1000), or leave it out."
         )
     return splitter
+
+
+def _ids(sources: Iterable[Source]) -> list[str]:
+    return [source_id(s.name) for s in sources if s.error is None]
 
 
 def _logged(report: list[AddedDocument]) -> list[AddedDocument]:
@@ -228,13 +321,11 @@ def add_documents(
     """
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
-    report = []
-    for source in _progress(read_sources(sources), progress):
-        try:
-            report.append(execute(store, add_documents_steps(scope, layout, source, chosen)))
-        except (InvalidRecordError, MemoryLimitError) as exc:  # raised before this source's write
-            report.append(AddedDocument(source.name, 0, 0, error=str(exc)))
-    return _logged(report)
+    read = read_sources(sources)
+    namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
+    execute(store, resume_knowledge_steps())
+    with held(namespace, _ids(read)):
+        return _logged(execute(store, _add_steps(namespace, layout, _progress(read, progress), chosen)))
 
 
 async def aadd_documents(
@@ -252,13 +343,13 @@ async def aadd_documents(
     """Async :func:`add_documents`."""
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
-    report = []
-    for source in _progress(read_sources(sources), progress):
-        try:
-            report.append(await aexecute(store, add_documents_steps(scope, layout, source, chosen)))
-        except (InvalidRecordError, MemoryLimitError) as exc:  # raised before this source's write
-            report.append(AddedDocument(source.name, 0, 0, error=str(exc)))
-    return _logged(report)
+    read = read_sources(sources)
+    namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
+    await aexecute(store, resume_knowledge_steps())
+    async with aheld(namespace, _ids(read)):
+        return _logged(
+            await aexecute(store, _add_steps(namespace, layout, _progress(read, progress), chosen))
+        )
 
 
 def remove_documents(
@@ -271,7 +362,10 @@ def remove_documents(
 ) -> list[AddedDocument]:
     """Remove the sources ``names`` (as :func:`add_documents` reported them) from ``agent``'s knowledge."""
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
-    return [execute(store, remove_documents_steps(scope, layout, name)) for name in _names(names)]
+    chosen, namespace = _names(names), layout.namespace(Compartment.KNOWLEDGE, scope)
+    execute(store, resume_knowledge_steps())
+    with held(namespace, [source_id(name) for name in chosen]):
+        return execute(store, _remove_steps(namespace, chosen))
 
 
 async def aremove_documents(
@@ -284,4 +378,7 @@ async def aremove_documents(
 ) -> list[AddedDocument]:
     """Async :func:`remove_documents`."""
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
-    return [await aexecute(store, remove_documents_steps(scope, layout, name)) for name in _names(names)]
+    chosen, namespace = _names(names), layout.namespace(Compartment.KNOWLEDGE, scope)
+    await aexecute(store, resume_knowledge_steps())
+    async with aheld(namespace, [source_id(name) for name in chosen]):
+        return await aexecute(store, _remove_steps(namespace, chosen))
