@@ -392,7 +392,7 @@ SERVICE_ROOMS: dict[str, set[str]] = {
     "context": {"upkeep", "stored_results"},
     "stored_results": set(),
     "plan": set(),
-    "upkeep": set(),
+    "upkeep": {"stored_results"},  # forgetting reaches the stored tool results that hold the text
     "knowledge": set(),
     "inspect": {"recall", "upkeep"},
 }

@@ -26,7 +26,12 @@ from langmem_plugin.services.stored_results.result_reads import (
     list_results_steps,
     transform_result,
 )
-from langmem_plugin.services.stored_results.result_store import PendingResult, store_results_steps
+from langmem_plugin.services.stored_results.result_store import (
+    PendingResult,
+    is_owned,
+    results_namespace,
+    store_results_steps,
+)
 
 __all__ = [
     "Compactor",
@@ -36,7 +41,9 @@ __all__ = [
     "compact",
     "get_result_steps",
     "head_tokens",
+    "is_owned",
     "list_results_steps",
+    "results_namespace",
     "store_results_steps",
     "transform_result",
     "without_surrogates",

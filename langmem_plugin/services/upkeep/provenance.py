@@ -53,7 +53,7 @@ from langmem_plugin.services.operations import (
     update_steps,
 )
 from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
-from langmem_plugin.services.stored_results.result_store import is_owned, results_namespace
+from langmem_plugin.services.stored_results import is_owned, results_namespace
 from langmem_plugin.services.upkeep.candidates import Candidate
 
 __all__ = [
