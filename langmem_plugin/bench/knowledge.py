@@ -2,6 +2,12 @@
 
 Not a test: ``python -m langmem_plugin.bench.knowledge [--data PATH] [--conversations 0-4]``.
 
+``--folder 1000,10000`` instead adds folders of that many small notes with ``Memory``'s defaults
+(embedded Qdrant, the offline embedder) and prints one row per size — the time, and the time per
+file, which stays flat when adding is linear in the files — then re-adds each folder with every
+note changed while the embedder fails once half-way, and counts the sources left with chunks of
+two versions (none: each is its old version or its new one, whole), and the retry's time.
+
 Every session of a LoCoMo conversation becomes one Markdown document (a heading with its date,
 then one paragraph per turn, ``Speaker: text``), added with ``Memory.add_documents`` as the
 agent's knowledge; then every question with evidence is asked through ``Memory.recall``, with the
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
@@ -49,12 +56,14 @@ from langmem_plugin.services.knowledge import DEFAULT_CHUNK_TOKENS, MIN_CHUNK_TO
 
 __all__ = [
     "SPLITTERS",
+    "FolderRun",
     "KnowledgeRow",
     "ParagraphSplitter",
     "PdfRun",
     "chunk_text",
     "main",
     "manual_pages",
+    "run_folder_bench",
     "run_knowledge_bench",
     "run_pdf_bench",
     "session_documents",
@@ -309,6 +318,114 @@ def run_pdf_bench(pages: int = 300, folder: Path | None = None) -> PdfRun:
     return PdfRun(pages, seconds, added.chunks, middle, re.findall(r'page "([^"]+)"', recall.prompt))
 
 
+@dataclass(frozen=True)
+class FolderRun:
+    """A folder of ``files`` notes added, then re-added with one failing embedding call."""
+
+    files: int
+    seconds: float  # the first add
+    chunks: int
+    failed_after: float  # the re-add, until the embedder's failure stopped it
+    mixed: int  # sources left with chunks of two versions (0: each is whole)
+    kept_old: int  # sources still wholly their old version after the failure
+    retry_seconds: float  # the re-add again, to the end
+    all_new: bool  # after the retry, every source is its new version
+
+
+class _FailingOnce(Embeddings):
+    """An embedder that delegates to ``inner`` and raises on its ``fail_on``-th batch (once armed)."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.fail_on: int | None = None
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.fail_on is not None and self.calls == self.fail_on:
+            raise RuntimeError("bench: the embedder fails once")
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+def _write_notes(folder: Path, files: int, edition: str) -> None:
+    for n in range(files):
+        (folder / f"note-{n:05d}.md").write_text(
+            f"# Note {n}\n\nThe code word of note {n} is w{n}, {edition} edition. "
+            f"Ask the desk about item {n * 7 % 1000} before noon.\n"
+        )
+
+
+def _versions(store: Any, namespace: tuple[str, ...]) -> dict[str, set[str]]:
+    """The editions each source's shown chunks come from."""
+    from langmem_plugin.core.record import MemoryRecord
+    from langmem_plugin.errors import InvalidRecordError
+
+    found: dict[str, set[str]] = {}
+    offset = 0
+    while page := store.search(namespace, limit=1000, offset=offset):
+        offset += len(page)
+        for item in page:
+            try:
+                record = MemoryRecord.from_value(item.value)
+            except InvalidRecordError:
+                continue  # a hidden (staged) chunk: no reader sees it
+            edition = "new" if "new edition" in record.content else "old"
+            found.setdefault(record.metadata.get("source", ""), set()).add(edition)
+    return found
+
+
+def run_folder_bench(files: int, folder: Path | None = None) -> FolderRun:
+    """Add a folder of ``files`` notes, then re-add it changed with one failing embedding call."""
+    from langmem_plugin import Memory, memory_index
+    from langmem_plugin.core.embeddings import resolve_embeddings
+    from langmem_plugin.stores import QdrantStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(folder or tmp)
+        notes = root / "notes"
+        notes.mkdir()
+        _write_notes(notes, files, "old")
+        embedder = _FailingOnce(resolve_embeddings(None))
+        namespace = ("memories", "agent", "assistant", "knowledge")
+        with QdrantStore(root / "store", index=memory_index(embedder)) as store:
+            memory = Memory(store)
+            started = time.perf_counter()
+            added = memory.add_documents([notes], progress=False)
+            seconds = time.perf_counter() - started
+            _write_notes(notes, files, "new")
+            embedder.calls, embedder.fail_on = 0, max(1, embedder_calls_half(files))
+            started = time.perf_counter()
+            raised = False
+            try:
+                memory.add_documents([notes], progress=False)
+            except RuntimeError:
+                raised = True
+            if not raised:
+                raise AssertionError("bench: the embedder was to fail once during the re-add, and did not")
+            failed_after = time.perf_counter() - started
+            embedder.fail_on = None
+            editions = _versions(store, namespace)
+            mixed = sum(len(e) > 1 for e in editions.values())
+            kept_old = sum(e == {"old"} for e in editions.values())
+            started = time.perf_counter()
+            memory.add_documents([notes], progress=False)
+            retry = time.perf_counter() - started
+            after = _versions(store, namespace)
+            all_new = len(after) == files and all(e == {"new"} for e in after.values())
+    return FolderRun(
+        files, seconds, sum(a.chunks for a in added), failed_after, mixed, kept_old, retry, all_new
+    )
+
+
+def embedder_calls_half(files: int) -> int:
+    """The embedding call half-way through a folder add of ``files`` one-chunk notes (a call per
+    group of 256 sources)."""
+    return (files // 256 + 1) // 2 + 1
+
+
 def _indices(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -331,7 +448,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--pdf", type=int, default=0, metavar="PAGES", help="instead: add a PDF of PAGES pages"
     )
+    parser.add_argument(
+        "--folder",
+        default="",
+        metavar="FILES",
+        help="instead: add folders of FILES small notes, e.g. 1000,10000",
+    )
     args = parser.parse_args(argv)
+    if args.folder:
+        return _folder_rows([int(n) for n in args.folder.split(",") if n])
     if args.pdf:
         if args.pdf < 2:
             parser.error("--pdf takes 2 pages or more")
@@ -358,6 +483,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         [r.splitter, f"{r.shown:.1f}", r.questions, f"{r.tokens:.0f}", r.chunks, f"{r.seconds:.0f}"]
         for r in rows
     ]
+    print(format_table(header, body))
+    return 0
+
+
+def _folder_rows(sizes: list[int]) -> int:
+    header = [
+        "files",
+        "added in s",
+        "ms per file",
+        "chunks",
+        "re-add, embedder fails once: stopped after s",
+        "sources mixed",
+        "kept old",
+        "retry s",
+        "all new",
+    ]
+    body = []
+    for files in sizes:
+        run = run_folder_bench(files)
+        body.append(
+            [
+                files,
+                f"{run.seconds:.1f}",
+                f"{1000 * run.seconds / files:.2f}",
+                run.chunks,
+                f"{run.failed_after:.1f}",
+                run.mixed,
+                run.kept_old,
+                f"{run.retry_seconds:.1f}",
+                "yes" if run.all_new else "NO",
+            ]
+        )
+        print(format_table(header, body[-1:]), flush=True)
     print(format_table(header, body))
     return 0
 
