@@ -141,7 +141,7 @@ def test_a_search_shows_every_candidate_and_the_fenced_prompt(client: TestClient
     candidates = re.search(r'<table id="candidates">(.*?)</table>', page.text, re.DOTALL)
     assert candidates
     assert "Lisbon" in candidates.group(1)
-    prompt = re.search(r'<pre id="prompt">(.*?)</pre>', page.text, re.DOTALL)
+    prompt = re.search(r'<pre id="prompt"><bdi>(.*?)</bdi></pre>', page.text, re.DOTALL)
     assert prompt, "the fenced prompt is shown"
     assert prompt.group(1).startswith("&lt;memory_context&gt;")
     assert "I live in Lisbon" in prompt.group(1)

@@ -11,8 +11,18 @@ script and no asset from elsewhere:
 - ``/users/{user_id}/memories/{memory_id}`` (and ``/threads/...``): one memory, its history as a
   timeline and the exchanges it came from; with a writable inspector, forms to edit or forget it.
 
-Stored text is hostile input. Every template is autoescaped, and every response carries a
-``Content-Security-Policy`` that runs no script, loads nothing from elsewhere and cannot be framed.
+Stored text is hostile input. Every value a template writes goes through one path
+(:mod:`langmem_plugin.core.html`): HTML-escaped, its bidi controls and other invisible characters
+shown as escapes (``\\u202e``), and stored text put in a ``<bdi>`` so it cannot reorder the page
+around it (form fields alone hold the exact text, so a save changes only what was changed). Every
+response carries a ``Content-Security-Policy`` that runs no script, loads nothing from elsewhere and
+cannot be framed.
+
+Every id has its own address: an id is one path segment, percent-encoded whole (``/`` is ``%2F``),
+and the app routes on the path as it was sent, so ``a/b`` never opens ``b``; an id made only of
+dots (which a browser would resolve as ``.``/``..`` before sending) takes one more ``~`` in front
+(``requests.segment``). A query parameter the page cannot take (an ``offset`` that is not a whole
+number from 0 to :data:`MAX_OFFSET`, a repeated one, a control character) is a 400 that says why.
 A change (``POST``) needs the app's token, in the form's hidden ``token`` field or the
 ``X-Inspector-Token`` header, compared in constant time, and is refused when the browser says it
 comes from another site; :func:`serve` answers only on loopback unless told otherwise, and then
@@ -22,6 +32,7 @@ only to the loopback host names (no DNS rebinding).
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import threading
 import time
@@ -29,8 +40,10 @@ import webbrowser
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
+from langmem_plugin.core import html
+from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import exact_id
 from langmem_plugin.errors import (
     ConfigurationError,
@@ -38,8 +51,22 @@ from langmem_plugin.errors import (
     MemoryNotFoundError,
     MissingDependencyError,
     ReadOnlyError,
+    shown,
 )
 from langmem_plugin.inspector.hosts import is_loopback
+from langmem_plugin.inspector.requests import (
+    MAX_OFFSET,
+    Refused,
+    changeable,
+    form_changes,
+    id_in_path,
+    query_text,
+    query_whole,
+    read_form,
+    route_path,
+    segment,
+)
+from langmem_plugin.services.inspect import MAX_PAGE
 from langmem_plugin.services.layout import Compartment
 from langmem_plugin.surfaces.inspector import Inspector
 
@@ -47,6 +74,7 @@ _FIX = "Fix: pip install 'langmem-plugin[inspect]' (in a checkout: pip install -
 
 try:
     import jinja2
+    from markupsafe import Markup, escape
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
@@ -60,7 +88,7 @@ except ImportError as exc:  # pragma: no cover - the inspect extra is part of de
         f"the inspector's web page needs starlette, jinja2 and uvicorn (the inspect extra). {_FIX}"
     ) from exc
 
-__all__ = ["CONTENT_SECURITY_POLICY", "TOKEN_HEADER", "inspector_app", "serve"]
+__all__ = ["CONTENT_SECURITY_POLICY", "MAX_OFFSET", "TOKEN_HEADER", "inspector_app", "segment", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,22 +107,12 @@ _HEADERS = (
     (b"cache-control", b"no-store"),
 )
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-_MAX_BODY = 256 * 1024
-_MAX_FIELDS = 20
 _LIST_CHARS = 600
 _DEFAULT_LIMIT = 50
-_FORM_TYPE = "application/x-www-form-urlencoded"
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one cannot be sent as UTF-8
+_KINDS = tuple(kind.value for kind in MemoryKind)
 
 OwnerKind = Literal["users", "threads", "agents"]
-
-
-class _Refused(Exception):
-    """A request answered with an error page: its status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -115,7 +133,7 @@ class _Owner:
 
     @property
     def url(self) -> str:
-        return f"/{self.kind}/{quote(self.id, safe='')}"
+        return f"/{self.kind}/{segment(self.id)}"
 
     @property
     def searchable(self) -> bool:
@@ -123,7 +141,7 @@ class _Owner:
         return self.kind != "agents"
 
     def memory_url(self, memory_id: str) -> str:
-        return f"{self.url}/memories/{quote(memory_id, safe='')}"
+        return f"{self.url}/memories/{segment(memory_id)}"
 
 
 _SLOTS: tuple[tuple[OwnerKind, str], ...] = (
@@ -137,18 +155,8 @@ def _owner(request: Request) -> _Owner:
     """The owner named by the URL; an id the scope refuses (a ``.``, a control character) is a 400."""
     for kind, key in _SLOTS:
         if key in request.path_params:
-            return _Owner(kind, exact_id(key, request.path_params[key]))
-    raise _Refused(404, "no such page")  # pragma: no cover - every route names an owner
-
-
-def _whole(request: Request, name: str, default: int) -> int:
-    text = request.query_params.get(name, "")
-    if text == "":
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be a whole number, got {text!r}") from None
+            return _Owner(kind, exact_id(key, id_in_path(request, key)))
+    raise Refused(404, "no such page")  # pragma: no cover - every route names an owner
 
 
 def _host_name(header: str) -> str:
@@ -160,7 +168,8 @@ def _host_name(header: str) -> str:
 
 
 class _Guard:
-    """Every response gets the security headers; a request for a host not served is refused."""
+    """Every response gets the security headers; a request for a host not served, or whose path
+    is not UTF-8, is refused; the path is routed as it was sent (``requests.route_path``)."""
 
     def __init__(self, app: ASGIApp, hosts: frozenset[str] | None = None) -> None:
         self.app = app
@@ -178,16 +187,21 @@ class _Guard:
                 message = {**message, "headers": [*kept, *_HEADERS]}
             await send(message)
 
+        refused = None
         if self.hosts is not None:
             host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
             if _host_name(host) not in self.hosts:
-                refusal = Response(
-                    "this inspector answers only to its loopback address (127.0.0.1 or localhost)",
-                    status_code=400,
-                    media_type="text/plain",
-                )
-                await refusal(scope, receive, send_guarded)
-                return
+                refused = "this inspector answers only to its loopback address (127.0.0.1 or localhost)"
+        raw = scope.get("raw_path")
+        if refused is None and isinstance(raw, bytes) and not scope.get("root_path"):
+            try:  # route on the path as sent: an id's %2F is part of the id
+                scope = {**scope, "path": route_path(raw)}
+            except UnicodeDecodeError:
+                refused = "the address is not UTF-8 percent-encoded: open the links the pages give"
+        if refused is not None:
+            refusal = Response(refused, status_code=400, media_type="text/plain")
+            await refusal(scope, receive, send_guarded)
+            return
         await self.app(scope, receive, send_guarded)
 
 
@@ -199,7 +213,15 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["q"] = lambda value: quote(str(value), safe="")
+    # Every {{ value }} is escaped and revealed (core.html); stored text is also isolated: |bdi
+    # in an element, |plain in the title. |exact keeps a form field's value as it is, so a save
+    # does not write the escapes back (a form field's text cannot reorder the page around it).
+    env.finalize = lambda value: value if isinstance(value, Markup) else Markup(html.escape(value))
+    env.filters["bdi"] = lambda value: Markup(html.isolated(value))
+    env.filters["plain"] = lambda value: Markup(html.isolated_plain(value))
+    env.filters["exact"] = lambda value: escape(_SURROGATE.sub("\ufffd", str(value)))
+    env.filters["labels"] = lambda parts: Markup("/".join(html.isolated(part) for part in parts))
+    env.filters["q"] = lambda value: segment(str(value))
     env.filters["num"] = lambda value: "" if value is None else f"{value:.3f}"
     env.filters["cut"] = lambda text, limit=_LIST_CHARS: (
         text if len(text) <= limit else text[: limit - 1] + "…"
@@ -238,7 +260,7 @@ class _Pages:
         async def answered(request: Request) -> Response:
             try:
                 return await handler(request)
-            except _Refused as refusal:
+            except Refused as refusal:
                 return self.failure(refusal.status, refusal.message)
             except MemoryNotFoundError as exc:
                 return self.failure(404, str(exc))
@@ -268,14 +290,16 @@ class _Pages:
             "threads": Compartment.SESSION,
             "agents": Compartment.KNOWLEDGE,
         }[owner.kind]
-        shown = request.query_params.get("compartment", "")
-        if owner.kind == "threads" and shown:
-            if shown not in (Compartment.SESSION.value, Compartment.RESULTS.value):
-                raise ConfigurationError(f"a thread's compartment is 'session' or 'results', got {shown!r}")
-            compartment = Compartment(shown)
-        filters = {name: request.query_params.get(name, "") for name in ("kind", "category", "contains")}
-        offset = _whole(request, "offset", 0)
-        limit = _whole(request, "limit", _DEFAULT_LIMIT)
+        room = query_text(request, "compartment")
+        if owner.kind == "threads" and room:
+            if room not in (Compartment.SESSION.value, Compartment.RESULTS.value):
+                raise Refused(400, f"a thread's compartment is 'session' or 'results', got {shown(room)}")
+            compartment = Compartment(room)
+        filters = {name: query_text(request, name) for name in ("kind", "category", "contains")}
+        if filters["kind"] and filters["kind"] not in _KINDS:
+            raise Refused(400, f"kind is one of {', '.join(_KINDS)}; got {shown(filters['kind'])}")
+        offset = query_whole(request, "offset", 0, 0, MAX_OFFSET)
+        limit = query_whole(request, "limit", _DEFAULT_LIMIT, 1, MAX_PAGE)
         page = await run_in_threadpool(
             lambda: self.inspector.page(
                 compartment,
@@ -285,7 +309,7 @@ class _Pages:
                 **{k: v or None for k, v in filters.items()},
             )
         )
-        kept = {k: v for k, v in {**filters, "limit": str(limit), "compartment": shown}.items() if v}
+        kept = {k: v for k, v in {**filters, "limit": str(limit), "compartment": room}.items() if v}
         if limit == _DEFAULT_LIMIT:
             kept.pop("limit")
 
@@ -299,7 +323,7 @@ class _Pages:
             page=page,
             filters=filters,
             limit=limit,
-            shown=shown,
+            shown=room,
             details=compartment in (Compartment.USER, Compartment.SESSION),
             previous=at(max(0, offset - limit)) if offset else None,
             following=at(offset + limit) if page.more else None,
@@ -308,9 +332,9 @@ class _Pages:
     async def search(self, request: Request) -> Response:
         owner = _owner(request)
         if not owner.searchable:
-            raise _Refused(404, "recall is explained for a user's or a thread's memory")
-        query = request.query_params.get("q", "")
-        thread_id = request.query_params.get("thread_id", "") if owner.kind == "users" else ""
+            raise Refused(404, "recall is explained for a user's or a thread's memory")
+        query = query_text(request, "q")
+        thread_id = query_text(request, "thread_id") if owner.kind == "users" else ""
         ids: dict[str, str] = {
             **owner.ids,
             **({"thread_id": exact_id("thread_id", thread_id)} if thread_id else {}),
@@ -327,7 +351,7 @@ class _Pages:
 
     async def detail(self, request: Request) -> Response:
         owner = _owner(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = id_in_path(request, "memory_id")
         detail = await run_in_threadpool(lambda: self.inspector.show(memory_id, **owner.ids))
         return self.render("detail.html", owner=owner, detail=detail, token=self.token)
 
@@ -340,16 +364,16 @@ class _Pages:
         if (fetched is not None and fetched not in ("same-origin", "none")) or (
             origin is not None and urlsplit(origin).netloc != request.headers.get("host")
         ):
-            raise _Refused(403, "refused: the change comes from another site")
-        form = await _read_form(request)
+            raise Refused(403, "refused: the change comes from another site")
+        form = await read_form(request)
         supplied = request.headers.get(TOKEN_HEADER) or form.get("token") or ""
         if not secrets.compare_digest(supplied.encode(), self.token.encode()):
-            raise _Refused(
+            raise Refused(
                 403,
                 "refused: a change needs the inspector's token (the form's, or the X-Inspector-Token header)",
             )
         if not self.inspector.writable:
-            raise _Refused(
+            raise Refused(
                 403,
                 "refused: this inspector is read-only. Fix: restart it with --allow-writes "
                 "(langmem-plugin inspect STORE --allow-writes)",
@@ -358,10 +382,10 @@ class _Pages:
 
     async def edit(self, request: Request) -> Response:
         owner = _owner(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = changeable(id_in_path(request, "memory_id"))
         form = await self._authorised_form(request)
         current = (await run_in_threadpool(lambda: self.inspector.show(memory_id, **owner.ids))).row
-        changes = _changes(
+        changes = form_changes(
             form,
             content=current.content,
             category=current.category,
@@ -374,59 +398,10 @@ class _Pages:
 
     async def forget(self, request: Request) -> Response:
         owner = _owner(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = changeable(id_in_path(request, "memory_id"))
         await self._authorised_form(request)
         await run_in_threadpool(lambda: self.inspector.forget(memory_id, **owner.ids))
         return RedirectResponse(owner.url, status_code=303)
-
-
-async def _read_form(request: Request) -> dict[str, str]:
-    """An url-encoded form (what an HTML form posts) of at most ``_MAX_BODY`` bytes; nothing else."""
-    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > _MAX_BODY:
-            raise _Refused(413, f"the form is larger than {_MAX_BODY} bytes")
-    if not body:
-        return {}
-    if kind != _FORM_TYPE:
-        raise _Refused(415, f"a change is posted as {_FORM_TYPE}, got {kind or 'no content type'!r}")
-    try:
-        fields = parse_qs(
-            body.decode("utf-8"), keep_blank_values=True, strict_parsing=True, max_num_fields=_MAX_FIELDS
-        )
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _Refused(400, f"the form cannot be read: {exc}") from None
-    repeated = sorted(name for name, values in fields.items() if len(values) > 1)
-    if repeated:
-        raise _Refused(400, f"the form repeats {', '.join(repeated)}")
-    return {name: values[0] for name, values in fields.items()}
-
-
-def _changes(form: dict[str, str], **current: Any) -> dict[str, Any]:
-    """The fields of ``form`` whose values differ from the memory's ``current`` ones."""
-    changes: dict[str, Any] = {}
-    if "content" in form:
-        content = form["content"].replace("\r\n", "\n")  # a textarea posts CRLF line breaks
-        if content != current["content"]:
-            changes["content"] = content
-    if "category" in form and form["category"] != current["category"]:
-        changes["category"] = form["category"]
-    if "tags" in form:
-        tags = [tag.strip() for tag in form["tags"].split(",") if tag.strip()]
-        if tags != list(current["tags"]):
-            changes["tags"] = tags
-    if "priority" in form:
-        try:
-            priority = int(form["priority"])
-        except ValueError:
-            raise ConfigurationError(
-                f"priority must be a whole number from 1 to 10, got {form['priority']!r}"
-            ) from None
-        if priority != current["priority"]:
-            changes["priority"] = priority
-    return changes
 
 
 def inspector_app(
