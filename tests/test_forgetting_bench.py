@@ -76,3 +76,16 @@ def test_the_cli_runs_the_bench(data: Path, capsys: pytest.CaptureFixture[str]) 
     assert "forgetting 2 facts of a LoCoMo conversation" in out
     assert "recalls injecting a forgotten statement: before" in out
     assert "after 0 (goal 0)" in out
+
+
+def test_forget_user_failing_at_each_write_batch_never_mixes_and_a_retry_leaves_nothing(data: Path) -> None:
+    from langmem_plugin.bench.bad_day import run_bad_day_bench
+
+    result = run_bad_day_bench(data, shared=6, embeddings=FakeEmbeddings())
+    assert result.items > 0
+    assert result.quoted > 0  # b's exchanges quoted a before: the strip is measured
+    assert result.rows
+    for _, removed, quoting, left in result.rows:
+        assert not (removed and quoting)  # never part of a forgotten while b still shows a's words
+        assert left == 0
+    assert "0 mixed (goal 0)" in result.table()

@@ -86,11 +86,13 @@ def _run_bench(args: argparse.Namespace) -> int:
         print("\n\n".join(run_context_bench(args.data, args.steps, trace).report() for trace in traces))
         return 0
     if args.bench == "forgetting":
+        from langmem_plugin.bench.bad_day import run_bad_day_bench
         from langmem_plugin.bench.forgetting import run_forgetting_bench, run_scrub_bench
 
         print(f"langmem-plugin {__version__} — forgetting {args.facts} facts of a LoCoMo conversation")
         print(run_forgetting_bench(args.data, facts=args.facts, seed=args.seed).table())
         print(run_scrub_bench(args.scrub_sizes).table())
+        print(run_bad_day_bench(args.data).table())
         return 0
     if args.bench == "updates":
         from langmem_plugin.bench.updates import example_failures, run_updates_bench
