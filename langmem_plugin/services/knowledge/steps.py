@@ -318,6 +318,15 @@ def add_documents(
         ConfigurationError: ``sources`` is not a list, a source is of a type that is no document,
             or ``splitter`` is not a ``TextSplitter`` (nothing is written then).
         MissingDependencyError: a ``.pdf``/``.docx`` source without the ``documents`` extra.
+        MemoryLimitError: a ``.docx`` or ``.pdf`` inflates past 64 MiB (refused before it is
+            inflated; nothing is written).
+        Exception: the embedder or the store failed while writing a group of sources: that
+            group's changes are undone (each source is its old version, whole), the groups before
+            it stay added, and the error propagates unchanged.
+
+    A change left half-done by a killed process is finished first
+    (:func:`~langmem_plugin.services.knowledge.versions.resume_knowledge_steps`), and the
+    sources' in-process locks are held while the compartment is read and written.
     """
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
@@ -360,7 +369,8 @@ def remove_documents(
     layout: MemoryLayout | None = None,
     scope: Scope | None = None,
 ) -> list[AddedDocument]:
-    """Remove the sources ``names`` (as :func:`add_documents` reported them) from ``agent``'s knowledge."""
+    """Remove the sources ``names`` (exactly as :func:`add_documents` reported them) from ``agent``'s
+    knowledge; a change left half-done by a killed process is finished first."""
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen, namespace = _names(names), layout.namespace(Compartment.KNOWLEDGE, scope)
     execute(store, resume_knowledge_steps())
