@@ -92,6 +92,7 @@ from langmem_plugin.services.context import (
     summary_view,
     trim_window,
 )
+from langmem_plugin.services.knowledge import resume_knowledge_steps
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.plan import Plan, PlanConfig, archive_key, archive_steps, as_plan, render_plan
 from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps, run_section
@@ -263,6 +264,7 @@ class MemoryTurn:
         (``forget_user``, thread deletions, document re-adds: their intents,
         :mod:`~langmem_plugin.services.intents`); returns how many were finished."""
         finished: int = yield from resume_forgetting_steps(self.layout)
+        finished += yield from resume_knowledge_steps()
         with self._lock:
             self._resumed.add(id(store))
         return finished
