@@ -29,11 +29,17 @@ The tree::
     ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
     ├── PlanError (ValueError)                a plan change that does not apply (unknown step, bad transition)
     └── StoreError (RuntimeError)             the storage engine failed
-        └── StoreLockedError                  another process holds the store's path
+        ├── StoreLockedError                  another process holds the store's path
+        ├── StoreFileError                    a store directory's files are unusable: store.json garbled,
+        │   │                                 truncated, foreign, missing keys; shard/ missing or garbled
+        │   └── StoreFormatError              ... a store.json format this version does not read
+        │                                     (also a StoreConfigMismatchError)
+        └── StoreFullError (OSError)          no room on the store's file system for the next step
 """
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -59,6 +65,9 @@ __all__ = [
     "ScopeError",
     "StoreConfigMismatchError",
     "StoreError",
+    "StoreFileError",
+    "StoreFormatError",
+    "StoreFullError",
     "StoreLockedError",
     "UnknownEmbeddingsError",
 ]
@@ -244,3 +253,43 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class StoreFileError(StoreError):
+    """A store directory whose files this version cannot use: its ``store.json`` is empty,
+    truncated, not JSON, not a JSON object, another program's file, or lacks a key or holds one of
+    the wrong type; or its ``shard/`` is missing, not a directory, or refused by the engine.
+
+    The message names the file, what is wrong with it and the fix. Nothing is changed on disk.
+
+    Attributes:
+        path: the file or directory that is wrong.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)  # defaults: a pickled error is rebuilt from its message, then its __dict__
+        self.path = path
+
+
+class StoreFormatError(StoreFileError, StoreConfigMismatchError):
+    """A ``store.json`` of a format this version does not read (written by an older or a newer
+    version); also a :class:`StoreConfigMismatchError`, as it was before it was a store error."""
+
+
+class StoreFullError(StoreError, OSError):
+    """The file system of an embedded store has not enough free space for the next step (a write,
+    opening, an index build): refused before the engine writes, so nothing of the step is written
+    and every write acknowledged before it is kept. ``errno`` is ``ENOSPC``.
+
+    Attributes:
+        path: the store's directory.
+        free: the bytes free on its file system.
+        needed: the bytes the step needed.
+    """
+
+    def __init__(self, message: str, *, path: str = "", free: int = 0, needed: int = 0) -> None:
+        super().__init__(message)
+        self.errno = errno.ENOSPC
+        self.path = path
+        self.free = free
+        self.needed = needed

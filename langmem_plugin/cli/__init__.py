@@ -12,6 +12,9 @@ measures the offline core, ``langmem-plugin bench stores`` the stores beside the
 ``langmem-plugin memories list|search|show|history --store STORE`` reads what a store remembers
 (tables, or ``--json``); ``langmem-plugin inspect STORE`` serves the same as a local web page.
 A store that cannot be opened, a bad user id or an unknown memory is one line on stderr, exit 2.
+So is every storage fault, whatever the command: a store directory whose ``store.json`` or
+``shard/`` is damaged or another program's, a full disk, a store another process holds, a file
+that cannot be read (:func:`main` is the one place that catches what a command did not).
 
 Bad arguments (a negative count, an unwritable ``--dir``, an unknown name) are refused before
 any work starts: one line on stderr that names the value and the fix, exit status 2. A
@@ -36,7 +39,7 @@ from langmem_plugin import __version__
 from langmem_plugin.cli._arguments import _directory, _Parser
 from langmem_plugin.cli._benches import _add_benchmarks, _bench
 from langmem_plugin.cli._memories import _add_memories, _check_inspect, _check_memories
-from langmem_plugin.errors import LangMemPluginError
+from langmem_plugin.errors import LangMemPluginError, one_line
 
 __all__ = ["main"]
 
@@ -122,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_inspect(args, parser)
     if args.command == "memories":
         _check_memories(args, parser)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # the reader of our output went away (| head): not a fault of ours
+        raise
+    except (LangMemPluginError, OSError) as exc:  # a storage fault a command did not report itself
+        print(f"{parser.prog} {args.command}: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     return code
 
 

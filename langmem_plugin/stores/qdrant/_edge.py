@@ -43,7 +43,9 @@ Edge is synchronous; the async path runs each call in the default executor.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -57,10 +59,10 @@ import qdrant_edge as qe
 from langchain_core.runnables.config import run_in_executor
 
 from langmem_plugin.errors import (
-    ConfigurationError,
     LangMemPluginError,
     StoreConfigMismatchError,
     StoreError,
+    StoreFileError,
 )
 from langmem_plugin.stores._embedder import check_embedder
 from langmem_plugin.stores.qdrant._cache import (
@@ -103,9 +105,26 @@ from langmem_plugin.stores.qdrant._edge_requests import (
 from langmem_plugin.stores.qdrant._journal import engine_updates, read_journal, remove_journal, write_journal
 from langmem_plugin.stores.qdrant._layout import DENSE_MULTI, FORMAT, FilterIndexType
 from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
+from langmem_plugin.stores.qdrant._meta import check_shard, read_meta
 from langmem_plugin.stores.qdrant._scrub import Scrubbed, build, finish, mark_ready
+from langmem_plugin.stores.qdrant._space import (
+    MEMORY_FILE_SYSTEMS,
+    RESERVE,
+    file_system_type,
+    free_bytes,
+    full,
+    is_full,
+    require,
+    shard_bytes,
+    write_needs,
+)
 
 __all__ = ["EdgeEngine"]
+
+logger = logging.getLogger(__name__)
+
+#: A file that exists while a store is being created (a creation cut short leaves it behind).
+_CREATING = ".creating"
 
 
 def _payload_of(entry: Entry, fields: tuple[str, ...] | None) -> dict[str, Any]:
@@ -179,6 +198,7 @@ class EdgeEngine:
         self._guard = threading.RLock()
         self._has_multi = False
         self._pending = 0
+        self._next_build = 0  # after a build put off: the pending count at which to try again
         self._rw = ReadWriteLock()
         self._batches = threading.RLock()  # one journaled batch at a time
         self._unfinished = False  # a journaled batch failed part-way in this process: finish it first
@@ -222,29 +242,44 @@ class EdgeEngine:
             "pending": self._pending,
         }
 
-    def _write_meta(self) -> None:
-        meta_path = self.path / "store.json"
+    def _write_meta(self, directory: Path | None = None) -> None:
+        """Write ``store.json`` whole (into ``directory``; default the store's): a temporary file,
+        fsynced, renamed over the old one, so no reader or crash ever sees half of it.
+
+        Raises:
+            StoreFullError: the file system is full (the old file is left as it was).
+            StoreError: another failure to write it.
+        """
+        meta_path = (directory or self.path) / "store.json"
         tmp = meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self._meta()), encoding="utf-8")
-        os.replace(tmp, meta_path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(self._meta()))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, meta_path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            if is_full(exc):
+                raise full(
+                    self.path, free=free_bytes(self.path), needed=RESERVE, doing="write store.json"
+                ) from exc
+            raise StoreError(f"could not write {meta_path}: {exc}") from exc
+
+    def _saved_meta(self) -> None:
+        """:meth:`_write_meta` after a write the engine applied: a failure is logged, not raised
+        (the write is not undone by it); ``store.json`` is written again at the next build or close."""
+        try:
+            self._write_meta()
+        except StoreError as exc:
+            logger.warning(
+                "the store at %s could not record its settings (tried again later): %s", self.path, exc
+            )
 
     def _check_meta(self, meta: dict[str, Any]) -> None:
-        if meta.get("format") == 1:
-            raise StoreConfigMismatchError(
-                f"the store at {self.path} is in format 1 (one multivector per item, written by an "
-                f"earlier langmem-plugin); this version reads format {FORMAT} only. Fix: with the "
-                "version that wrote it, export it (export_jsonl), then import the file into a new store "
-                "here (import_jsonl): every item keeps its timestamps and TTL and is re-indexed."
-            )
-        if meta.get("format") != FORMAT:
-            raise ConfigurationError(
-                f"the store at {self.path} has format {meta.get('format')!r}; this version reads "
-                f"format {FORMAT}. Fix: export it with the version that wrote it and import it here."
-            )
+        """``meta`` (read and checked by :func:`._meta.read_meta`) against this open's index config."""
         given = {"dims": self.dims, "fields": self.fields, "lexical_fields": self.lexical_fields}
         for name, now in given.items():
-            if name not in meta:  # a store.json written before this key was recorded: take this open's
-                continue
             then = meta[name]
             then = tuple(then) if isinstance(then, list) else then
             if then != now:
@@ -260,33 +295,87 @@ class EdgeEngine:
         self.recorded_embedder = check_embedder(where, meta.get("embedder"), self.embedder)
 
     def _load(self, *, compact: bool = False) -> qe.EdgeShard:
-        """Load the shard with this engine's optimizer settings (``compact``: uncapped)."""
+        """Load the shard with this engine's optimizer settings (``compact``: uncapped).
+
+        Raises:
+            StoreFileError: ``shard/`` is missing, holds no shard, or the engine refuses its files.
+            StoreFullError: too little room to load it (see :mod:`._space`).
+        """
         shard_dir = self.path / "shard"
+        check_shard(shard_dir)
+        needed = RESERVE
+        if file_system_type(self.path) in MEMORY_FILE_SYSTEMS:  # loading fills the files' holes
+            needed += shard_bytes(shard_dir)[1]
+        require(self.path, needed, "open the shard")
         try:
             return qe.EdgeShard.load(str(shard_dir), shard_config(self.dims, compact=compact))
         except Exception as exc:  # the engine's own error types
-            raise StoreError(f"could not open the Qdrant Edge shard at {shard_dir}: {exc}") from exc
+            if is_full(exc):
+                raise full(
+                    self.path, free=free_bytes(self.path), needed=needed, doing="open the shard"
+                ) from exc
+            raise StoreFileError(
+                f"the Qdrant Edge shard at {shard_dir} cannot be opened: {exc}. Its files are damaged or "
+                "were not written by Qdrant Edge. Fix: restore the store's directory from a backup (a copy "
+                "made while no process held it); store.json alone cannot rebuild the items.",
+                path=str(shard_dir),
+            ) from exc
 
     def _load_or_create(self) -> qe.EdgeShard:
         meta_path = self.path / "store.json"
         shard_dir = self.path / "shard"
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if (self.path / _CREATING).exists():  # a creation cut short: no write was ever acknowledged
+            shutil.rmtree(shard_dir, ignore_errors=True)
+            meta_path.unlink(missing_ok=True)
+        expected = {**self._meta(), "embedder": self.embedder, "pending": 0}
+        if meta_path.exists() or meta_path.is_symlink():
+            meta = read_meta(meta_path, expected)
             self._check_meta(meta)
-            self._pending = int(meta.get("pending", 0))
+            self._pending = meta["pending"]
             shard = self._load()
             if set(meta) != set(self._meta()):  # an older store.json: record what it lacked
                 self._write_meta()
             return shard
-        try:
-            shard = qe.EdgeShard.create(str(shard_dir), shard_config(self.dims))
-            for name, schema in CORE_INDEXES:
-                shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            shard.flush()
-        except Exception as exc:
-            raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
+        if shard_dir.exists():
+            raise StoreFileError(
+                f"{meta_path} is missing, but {shard_dir} is there: the store's settings were removed. "
+                f"Fix: restore {meta_path.name} from a backup of the store, or, if it was written with the "
+                f"index config it is opened with now, write this into {meta_path}: {json.dumps(expected)}",
+                path=str(meta_path),
+            )
         self.recorded_embedder = self.embedder
-        self._write_meta()
+        return self._create()
+
+    def _create(self) -> qe.EdgeShard:
+        """Create the shard and ``store.json`` under the marker file ``.shard-creating``, removed
+        last: a creation cut short (a crash, a full disk) leaves the marker, and the next open under
+        the lock removes what it made and starts again."""
+        marker = self.path / _CREATING
+        shard_dir = self.path / "shard"
+        require(self.path, RESERVE, "create the store")
+        shard: qe.EdgeShard | None = None
+        try:
+            marker.touch()
+            try:
+                shard = qe.EdgeShard.create(str(shard_dir), shard_config(self.dims))
+                for name, schema in CORE_INDEXES:
+                    shard.update(qe.UpdateOperation.create_field_index(name, schema))
+                shard.flush()
+            except Exception as exc:  # the engine's own error types
+                if is_full(exc):
+                    raise full(
+                        self.path, free=free_bytes(self.path), needed=RESERVE, doing="create the store"
+                    ) from exc
+                raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
+            self._write_meta()
+            marker.unlink()
+        except BaseException:
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(shard_dir, ignore_errors=True)
+            (self.path / "store.json").unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
+            raise
         return shard
 
     def _ensure_filter_indexes(self, shard: qe.EdgeShard) -> None:
@@ -307,6 +396,7 @@ class EdgeEngine:
         """Carry out one call (the single place Edge's exceptions are translated)."""
         with self._rw.read():
             shard = self._require()
+            self._room_for(call)
             try:
                 if self._unfinished:
                     self._finish_journal(shard)
@@ -315,6 +405,14 @@ class EdgeEngine:
                 raise
             except Exception as exc:
                 raise StoreError(f"Qdrant Edge failed on {type(call).__name__}: {exc}") from exc
+
+    def _room_for(self, call: EngineCall) -> None:
+        """Before a write: refuse it (:class:`StoreFullError`) unless the file system has room for it
+        (:mod:`._space`), so the engine never meets a full disk inside a mapped file (SIGBUS)."""
+        free = free_bytes(self.path)
+        needed = write_needs(call, free)
+        if needed is not None and needed > free:
+            raise full(self.path, free=free, needed=needed, doing=f"apply a write ({type(call).__name__})")
 
     async def aexecute(self, call: EngineCall) -> Any:
         return await run_in_executor(None, self.execute, call)
@@ -532,21 +630,60 @@ class EdgeEngine:
         with self._guard:
             if self.recorded_embedder is None:
                 self.recorded_embedder = self.embedder
-                self._write_meta()
+                self._saved_meta()  # after the write: a failure is logged, the write stands
 
     def _written(self, shard: qe.EdgeShard) -> None:
-        if self.durable:
+        """After a write the engine applied (it is in the WAL): with ``durable``, fsync it. A failed
+        fsync is logged, not raised: the write is applied and seen, and the next write or the close
+        flushes again (a close that cannot flush raises)."""
+        if not self.durable:
+            return
+        try:
             shard.flush()
+        except Exception as exc:  # the engine's own error types
+            logger.warning(
+                "the store at %s could not fsync a write it applied (tried again later): %s", self.path, exc
+            )
 
     def _build(self, shard: qe.EdgeShard) -> bool:
-        """Run Edge's optimizers with the shard's settings (capped segments): a bounded pause."""
+        """After a write: build the index (:meth:`_optimizers`). Never raises: the write is applied,
+        and a build that cannot run now (too little room, an engine error) is logged and tried
+        again once a tenth of ``optimize_every`` more points were written."""
+        if self._pending < self._next_build:
+            return False
+        try:
+            return self._optimizers(shard)
+        except StoreError as exc:
+            self._next_build = self._pending + max(1, (self.optimize_every or 10) // 10)
+            logger.warning("the store at %s put off building its index: %s", self.path, exc)
+            return False
+
+    def _optimizers(self, shard: qe.EdgeShard) -> bool:
+        """Run Edge's optimizers with the shard's settings (capped segments): a bounded pause.
+
+        Raises:
+            StoreFullError: too little room (checked first: the optimizer writes new segments beside
+                the old ones, which go only when the shard is closed; or the engine's own check).
+            StoreError: the engine failed.
+        """
+        needed = RESERVE + 2 * shard_bytes(self.path / "shard")[0]
+        require(self.path, needed, "build the search index")
         start = time.perf_counter()
         try:
             changed = bool(shard.optimize())
+        except Exception as exc:  # the engine's own error types
+            if is_full(exc):
+                raise full(
+                    self.path, free=free_bytes(self.path), needed=needed, doing="build the search index"
+                ) from exc
+            raise StoreError(
+                f"Qdrant Edge failed to build the index of the store at {self.path}: {exc}"
+            ) from exc
         finally:
             self.optimize_seconds += time.perf_counter() - start
         self._pending = 0
-        self._write_meta()
+        self._next_build = 0
+        self._saved_meta()
         return changed
 
     def optimize(self) -> bool:
@@ -557,12 +694,13 @@ class EdgeEngine:
         """
         with self._guard, self._rw.write():
             shard = self._require()
+            require(self.path, RESERVE + 2 * shard_bytes(self.path / "shard")[0], "compact the store")
             shard.flush()
             shard.close()
             self._shard = None
             try:
                 self._shard = self._load(compact=True)
-                return self._build(self._shard)
+                return self._optimizers(self._shard)
             finally:
                 if self._shard is not None:
                     self._shard.flush()
@@ -577,6 +715,7 @@ class EdgeEngine:
         """
         with self._guard, self._rw.write():
             shard = self._require()
+            require(self.path, RESERVE + 2 * shard_bytes(self.path / "shard")[0], "scrub the store")
             start = time.perf_counter()
             indexes = [*CORE_INDEXES, *((name, FILTER_INDEX_SCHEMAS[k]) for name, k in self.filter_indexes)]
             points = build(shard, self.path, shard_config(self.dims), indexes)
@@ -606,9 +745,16 @@ class EdgeEngine:
             self.cache.clear()
             try:
                 if shard is not None:
-                    shard.flush()
-                    shard.close()
-                    self._write_meta()
+                    try:
+                        shard.flush()
+                    finally:
+                        shard.close()
+                    self._saved_meta()  # bookkeeping only: logged if it fails
+            except Exception as exc:  # the engine's own error types
+                raise StoreError(
+                    f"the store at {self.path} could not flush while closing: {exc}. Every acknowledged "
+                    "write is in its WAL and is replayed when the store is next opened."
+                ) from exc
             finally:
                 self._lock.release()
 
