@@ -125,7 +125,14 @@ def usable_directory(path: object) -> Path:
 def _check_directory(directory: Path, fix: str) -> None:
     if directory.exists() and not directory.is_dir():
         raise ConfigurationError(f"Memory's path {str(directory)!r} is a file, not a directory. {fix}")
-    if directory.is_dir() and not (directory / "store.json").exists() and any(directory.iterdir()):
+    # a store being created (or one whose creation was cut short) holds only these: QdrantStore
+    # itself turns a racing creator away (StoreLockedError) and finishes or redoes a cut creation
+    creating = {".lock", ".creating", "store.json.tmp", "shard"}
+    if (
+        directory.is_dir()
+        and not (directory / "store.json").exists()
+        and any(p.name not in creating for p in directory.iterdir())
+    ):
         raise ConfigurationError(
             f"Memory's path {str(directory)!r} holds other files and no memory store (no store.json): "
             f"the store would write its files among them. {fix}"
