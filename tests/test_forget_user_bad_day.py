@@ -27,6 +27,7 @@ from langmem_plugin.services.intents import INTENTS
 from langmem_plugin.services.upkeep import forgetting
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
 from tests.every_store import open_store
+from tests.test_forget_user_everything import _everything
 
 INDEX: Any = {"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]}
 PAGE = 4  # small pages: several batches for a handful of items
@@ -52,15 +53,6 @@ def _world(store: BaseStore) -> None:
         )
         memory.flush(timeout=20)
     memory.close()
-
-
-def _everything(store: BaseStore) -> dict[tuple[tuple[str, ...], str], dict[str, Any]]:
-    out: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-    for namespace in store.list_namespaces(limit=100_000):
-        for item in store.search(namespace, limit=100_000, refresh_ttl=False):
-            if tuple(item.namespace) == namespace:
-                out[(namespace, item.key)] = item.value
-    return out
 
 
 def _alices(items: dict[tuple[tuple[str, ...], str], dict[str, Any]]) -> list[Any]:
