@@ -38,20 +38,22 @@ compaction: it reopens the shard with the cap lifted and merges everything
 into one indexed segment (26 to 31 s at 100k items here).
 
 Edge is synchronous; the async path runs each call in the default executor.
+
+The engine is split by what it touches: the directory's files (``store.json``, loading and
+creating the shard) are :mod:`._directory`'s, the reads through the payload cache
+:mod:`._edge_reads`'s, a batch's journal :mod:`._journal`'s, the scrub :mod:`._scrub`'s and
+free space :mod:`._space`'s; this module opens, writes, builds and closes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +62,11 @@ from langchain_core.runnables.config import run_in_executor
 
 from langmem_plugin.errors import (
     LangMemPluginError,
-    StoreConfigMismatchError,
     StoreError,
     StoreFileError,
 )
-from langmem_plugin.stores._embedder import check_embedder
 from langmem_plugin.stores.qdrant._cache import (
     CACHE_ITEMS,
-    SELECTABLE,
-    Entry,
     PayloadCache,
     entry_of,
     uuid_key,
@@ -79,8 +77,6 @@ from langmem_plugin.stores.qdrant._calls import (
     EngineCall,
     Facet,
     Hit,
-    OrderBy,
-    Payload,
     PointData,
     Query,
     QueryBatch,
@@ -93,24 +89,29 @@ from langmem_plugin.stores.qdrant._calls import (
     Writes,
 )
 from langmem_plugin.stores.qdrant._config import OPTIMIZE_EVERY
+from langmem_plugin.stores.qdrant._directory import (
+    check_meta,
+    create_shard,
+    load_shard,
+    undo_cut_creation,
+    write_meta,
+)
+from langmem_plugin.stores.qdrant._edge_reads import EdgeReads
 from langmem_plugin.stores.qdrant._edge_requests import (
     CORE_INDEXES,
     FILTER_INDEX_SCHEMAS,
     READ,
     edge_filter,
     edge_point,
-    query_request,
     shard_config,
 )
 from langmem_plugin.stores.qdrant._journal import engine_updates, read_journal, remove_journal, write_journal
 from langmem_plugin.stores.qdrant._layout import DENSE_MULTI, FORMAT, FilterIndexType
 from langmem_plugin.stores.qdrant._lock import PathLock, ReadWriteLock
-from langmem_plugin.stores.qdrant._meta import check_shard, read_meta
+from langmem_plugin.stores.qdrant._meta import read_meta
 from langmem_plugin.stores.qdrant._scrub import Scrubbed, build, finish, mark_ready
 from langmem_plugin.stores.qdrant._space import (
-    MEMORY_FILE_SYSTEMS,
     RESERVE,
-    file_system_type,
     free_bytes,
     full,
     is_full,
@@ -122,34 +123,6 @@ from langmem_plugin.stores.qdrant._space import (
 __all__ = ["EdgeEngine"]
 
 logger = logging.getLogger(__name__)
-
-#: A file that exists while a store is being created (a creation cut short leaves it behind).
-_CREATING = ".creating"
-
-
-def _payload_of(entry: Entry, fields: tuple[str, ...] | None) -> dict[str, Any]:
-    """A cached point's payload (a fresh copy), or these ``fields`` of it."""
-    return entry.payload() if fields is None else entry.select(fields)
-
-
-def _project(payload: dict[str, Any], fields: tuple[str, ...] | None) -> dict[str, Any]:
-    """A payload read whole, or these ``fields`` of it."""
-    return payload if fields is None else {f: payload[f] for f in fields if f in payload}
-
-
-def _key_of(point_id: Any) -> int:
-    """The cache key of an id the engine returned (a ``uuid.UUID``: our ids are UUIDs)."""
-    return point_id.int if isinstance(point_id, uuid.UUID) else uuid_key(str(point_id))
-
-
-def _ranked(point: Any, ordered: bool) -> tuple[float | None, float | None]:
-    """The score and the order value of a point a query returned (ordered: by a payload field)."""
-    return (None, point.order_value) if ordered else (float(point.score), None)
-
-
-def _selection(fields: tuple[str, ...]) -> Any:
-    """Edge's payload selector of these fields (no field: no payload)."""
-    return list(fields) if fields else False
 
 
 class EdgeEngine:
@@ -196,7 +169,6 @@ class EdgeEngine:
         self._lock = PathLock(path)
         self._shard: qe.EdgeShard | None = None
         self._guard = threading.RLock()
-        self._has_multi = False
         self._pending = 0
         self._next_build = 0  # after a build put off: the pending count at which to try again
         self._rw = ReadWriteLock()
@@ -204,6 +176,7 @@ class EdgeEngine:
         self._unfinished = False  # a journaled batch failed part-way in this process: finish it first
         #: Payloads of the points written or read lately: searches read ids and scores only.
         self.cache = PayloadCache(cache_items)
+        self.reads = EdgeReads(self.cache)
 
     @property
     def is_open(self) -> bool:
@@ -224,7 +197,7 @@ class EdgeEngine:
                     has_multi = qe.CountRequest(
                         exact=True, filter=qe.Filter(must=[qe.HasVectorCondition(DENSE_MULTI)])
                     )
-                    self._has_multi = self._shard.count(has_multi) > 0
+                    self.reads.has_multi = self._shard.count(has_multi) > 0
             except BaseException:
                 if self._shard is not None:
                     self._shard.close()
@@ -243,28 +216,8 @@ class EdgeEngine:
         }
 
     def _write_meta(self, directory: Path | None = None) -> None:
-        """Write ``store.json`` whole (into ``directory``; default the store's): a temporary file,
-        fsynced, renamed over the old one, so no reader or crash ever sees half of it.
-
-        Raises:
-            StoreFullError: the file system is full (the old file is left as it was).
-            StoreError: another failure to write it.
-        """
-        meta_path = (directory or self.path) / "store.json"
-        tmp = meta_path.with_suffix(".json.tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(self._meta()))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, meta_path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            if is_full(exc):
-                raise full(
-                    self.path, free=free_bytes(self.path), needed=RESERVE, doing="write store.json"
-                ) from exc
-            raise StoreError(f"could not write {meta_path}: {exc}") from exc
+        """Write ``store.json`` whole (:func:`._directory.write_meta`; into ``directory``)."""
+        write_meta(self.path, self._meta(), directory)
 
     def _saved_meta(self) -> None:
         """:meth:`_write_meta` after a write the engine applied: a failure is logged, not raised
@@ -276,61 +229,19 @@ class EdgeEngine:
                 "the store at %s could not record its settings (tried again later): %s", self.path, exc
             )
 
-    def _check_meta(self, meta: dict[str, Any]) -> None:
-        """``meta`` (read and checked by :func:`._meta.read_meta`) against this open's index config."""
-        given = {"dims": self.dims, "fields": self.fields, "lexical_fields": self.lexical_fields}
-        for name, now in given.items():
-            then = meta[name]
-            then = tuple(then) if isinstance(then, list) else then
-            if then != now:
-                shown_then = list(then) if isinstance(then, tuple) else then
-                shown_now = list(now) if isinstance(now, tuple) else now
-                raise StoreConfigMismatchError(
-                    f"the store at {self.path} was written with index {name}={shown_then!r} but is opened "
-                    f"with {name}={shown_now!r} (None: not set). Its vectors were computed from the first: "
-                    f"fix: open it with index {name}={shown_then!r}, or export it (export_jsonl) and import "
-                    "it into a new store with the new index config, which re-indexes every item."
-                )
-        where = f"the store at {self.path}"
-        self.recorded_embedder = check_embedder(where, meta.get("embedder"), self.embedder)
-
     def _load(self, *, compact: bool = False) -> qe.EdgeShard:
-        """Load the shard with this engine's optimizer settings (``compact``: uncapped).
-
-        Raises:
-            StoreFileError: ``shard/`` is missing, holds no shard, or the engine refuses its files.
-            StoreFullError: too little room to load it (see :mod:`._space`).
-        """
-        shard_dir = self.path / "shard"
-        check_shard(shard_dir)
-        needed = RESERVE
-        if file_system_type(self.path) in MEMORY_FILE_SYSTEMS:  # loading fills the files' holes
-            needed += shard_bytes(shard_dir)[1]
-        require(self.path, needed, "open the shard")
-        try:
-            return qe.EdgeShard.load(str(shard_dir), shard_config(self.dims, compact=compact))
-        except Exception as exc:  # the engine's own error types
-            if is_full(exc):
-                raise full(
-                    self.path, free=free_bytes(self.path), needed=needed, doing="open the shard"
-                ) from exc
-            raise StoreFileError(
-                f"the Qdrant Edge shard at {shard_dir} cannot be opened: {exc}. Its files are damaged or "
-                "were not written by Qdrant Edge. Fix: restore the store's directory from a backup (a copy "
-                "made while no process held it); store.json alone cannot rebuild the items.",
-                path=str(shard_dir),
-            ) from exc
+        """Load the shard (:func:`._directory.load_shard`; ``compact``: segments uncapped)."""
+        return load_shard(self.path, self.dims, compact=compact)
 
     def _load_or_create(self) -> qe.EdgeShard:
         meta_path = self.path / "store.json"
         shard_dir = self.path / "shard"
-        if (self.path / _CREATING).exists():  # a creation cut short: no write was ever acknowledged
-            shutil.rmtree(shard_dir, ignore_errors=True)
-            meta_path.unlink(missing_ok=True)
+        undo_cut_creation(self.path)
         expected = {**self._meta(), "embedder": self.embedder, "pending": 0}
         if meta_path.exists() or meta_path.is_symlink():
             meta = read_meta(meta_path, expected)
-            self._check_meta(meta)
+            given = {"dims": self.dims, "fields": self.fields, "lexical_fields": self.lexical_fields}
+            self.recorded_embedder = check_meta(self.path, meta, given, self.embedder)
             self._pending = meta["pending"]
             shard = self._load()
             if set(meta) != set(self._meta()):  # an older store.json: record what it lacked
@@ -344,39 +255,7 @@ class EdgeEngine:
                 path=str(meta_path),
             )
         self.recorded_embedder = self.embedder
-        return self._create()
-
-    def _create(self) -> qe.EdgeShard:
-        """Create the shard and ``store.json`` under the marker file ``.shard-creating``, removed
-        last: a creation cut short (a crash, a full disk) leaves the marker, and the next open under
-        the lock removes what it made and starts again."""
-        marker = self.path / _CREATING
-        shard_dir = self.path / "shard"
-        require(self.path, RESERVE, "create the store")
-        shard: qe.EdgeShard | None = None
-        try:
-            marker.touch()
-            try:
-                shard = qe.EdgeShard.create(str(shard_dir), shard_config(self.dims))
-                for name, schema in CORE_INDEXES:
-                    shard.update(qe.UpdateOperation.create_field_index(name, schema))
-                shard.flush()
-            except Exception as exc:  # the engine's own error types
-                if is_full(exc):
-                    raise full(
-                        self.path, free=free_bytes(self.path), needed=RESERVE, doing="create the store"
-                    ) from exc
-                raise StoreError(f"could not create a Qdrant Edge shard at {shard_dir}: {exc}") from exc
-            self._write_meta()
-            marker.unlink()
-        except BaseException:
-            if shard is not None:
-                shard.close()
-            shutil.rmtree(shard_dir, ignore_errors=True)
-            (self.path / "store.json").unlink(missing_ok=True)
-            marker.unlink(missing_ok=True)
-            raise
-        return shard
+        return create_shard(self.path, self.dims, self._write_meta)
 
     def _ensure_filter_indexes(self, shard: qe.EdgeShard) -> None:
         existing = set(shard.info().payload_schema)
@@ -422,11 +301,11 @@ class EdgeEngine:
             self._apply(shard, call.calls)
             return None
         if isinstance(call, Query):
-            return self._query(shard, call)
+            return self.reads.query(shard, call)
         if isinstance(call, QueryBatch):  # in process: no round trip to save
-            return [self._query(shard, q) for q in call.queries]
+            return [self.reads.query(shard, q) for q in call.queries]
         if isinstance(call, Retrieve):
-            return self._retrieve(shard, call.ids, call.with_payload)
+            return self.reads.retrieve(shard, call.ids, call.with_payload)
         if isinstance(call, Upsert):
             with self._dropped_on_error(p.id for p in call.points):
                 shard.update(qe.UpdateOperation.upsert_points([self._point(p) for p in call.points]))
@@ -524,104 +403,10 @@ class EdgeEngine:
             self.cache.dropped(uuid_key(i) for i in ids)
             raise
 
-    def _retrieve(self, shard: qe.EdgeShard, ids: Sequence[str], with_payload: Payload) -> list[Hit]:
-        """The points of ``ids`` that exist, from the cache or else the engine (in no set order)."""
-        fields = with_payload if isinstance(with_payload, tuple) else None
-        cached = self.cache.enabled and bool(with_payload) and (fields is None or set(fields) <= SELECTABLE)
-        if not cached:
-            read: Any = READ if with_payload is True else _selection(fields or ())
-            records = shard.retrieve(list(ids), with_payload=read, with_vector=False)
-            return [Hit(str(r.id), r.payload or {}) for r in records]
-        entries, generation = self.cache.lookup(uuid_key(i) for i in ids)
-        hits = [Hit(e.id, _payload_of(e, fields)) for e in entries if e is not None]
-        missing = [i for i, e in zip(ids, entries, strict=True) if e is None]
-        if missing:
-            hits += (
-                Hit(h.id, _project(h.payload, fields))
-                for h in self._read(shard, missing, generation).values()
-            )
-        return hits
-
-    def _read(self, shard: qe.EdgeShard, ids: list[Any], generation: int) -> dict[int, Hit]:
-        """Read points with their payloads from the engine and offer them to the cache."""
-        records = shard.retrieve(ids, with_payload=True, with_vector=False)
-        read = {_key_of(r.id): Hit(str(r.id), r.payload or {}) for r in records}
-        self.cache.fill(generation, ((key, entry_of(h.id, h.payload)) for key, h in read.items()))
-        return read
-
-    def _keep(self, hits: list[Hit], generation: int) -> None:
-        """Offer the cache what a query read with its payloads (and count which it already held)."""
-        keys = [uuid_key(h.id) for h in hits]
-        entries, _ = self.cache.lookup(keys)
-        fresh = [
-            (k, entry_of(h.id, h.payload)) for k, h, e in zip(keys, hits, entries, strict=True) if e is None
-        ]
-        if fresh:
-            self.cache.fill(generation, fresh)
-
-    def _hydrate(
-        self, shard: qe.EdgeShard, points: list[Any], *, ordered: bool, fields: tuple[str, ...] | None = None
-    ) -> list[Hit]:
-        """Hits for points a query returned without payloads, in the query's order, with their
-        payloads (or these ``fields`` of them, each one of :data:`~._cache.SELECTABLE`).
-
-        A point deleted between the query and the read of its payload is left out.
-        """
-        keys = [_key_of(p.id) for p in points]
-        entries, generation = self.cache.lookup(keys)
-        missing = [p.id for p, e in zip(points, entries, strict=True) if e is None]
-        read = self._read(shard, missing, generation) if missing else {}
-        hits: list[Hit] = []
-        for p, key, e in zip(points, keys, entries, strict=True):
-            score, order = _ranked(p, ordered)
-            if e is not None:
-                hits.append(Hit(e.id, _payload_of(e, fields), score, order))
-            elif (h := read.get(key)) is not None:
-                hits.append(Hit(h.id, _project(h.payload, fields), score, order))
-        return hits
-
     def _point(self, p: PointData) -> qe.Point:
         if p.dense is not None and len(p.dense) > 1:
-            self._has_multi = True
+            self.reads.has_multi = True
         return edge_point(p)
-
-    def _query(self, shard: qe.EdgeShard, call: Query) -> list[Hit]:
-        ordered = isinstance(call.rank, OrderBy)
-        if not call.with_payload:
-            bare = query_request(call, has_multi=self._has_multi, with_payload=False)
-            return [Hit(str(p.id), {}, *_ranked(p, ordered)) for p in shard.query(bare)]
-        if isinstance(call.with_payload, tuple):
-            return self._query_fields(shard, call, call.with_payload, ordered=ordered)
-        ids_only = self.cache.enabled and self.cache.warm
-        generation = self.cache.generation  # before the engine reads any payload
-        read: Any = False if ids_only else READ
-        request = query_request(call, has_multi=self._has_multi, with_payload=read)
-        points = shard.query(request)
-        if ids_only:
-            return self._hydrate(shard, points, ordered=ordered)
-        hits = [Hit(str(p.id), p.payload or {}, *_ranked(p, ordered)) for p in points]
-        if self.cache.enabled:
-            self._keep(hits, generation)
-        return hits
-
-    def _query_fields(
-        self, shard: qe.EdgeShard, call: Query, fields: tuple[str, ...], *, ordered: bool
-    ) -> list[Hit]:
-        """A query whose hits carry these payload ``fields`` only.
-
-        The engine reads a point's payload whole whatever it returns of it (measured at 100k
-        items: 150 ms for 50k ids, 350 ms with one small field), so where the cache holds the
-        fields they are read as any query's payloads are: while it answers most lookups, ids from
-        the engine and the fields from the cache; until then, whole payloads, which fill it.
-        """
-        if self.cache.enabled and set(fields) <= SELECTABLE:
-            if self.cache.warm:
-                bare = query_request(call, has_multi=self._has_multi, with_payload=False)
-                return self._hydrate(shard, shard.query(bare), ordered=ordered, fields=fields)
-            hits = self._query(shard, replace(call, with_payload=True))
-            return [Hit(h.id, _project(h.payload, fields), h.score, h.order) for h in hits]
-        request = query_request(call, has_multi=self._has_multi, with_payload=_selection(fields))
-        return [Hit(str(p.id), p.payload or {}, *_ranked(p, ordered)) for p in shard.query(request)]
 
     def _record_embedder(self, points: Sequence[PointData]) -> None:
         """With the first vectors written into a store that names no embedder, name this one."""
