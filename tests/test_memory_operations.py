@@ -199,3 +199,16 @@ def test_one_users_memory_is_invisible_to_another(run: Runner, scope: Scope) -> 
     with pytest.raises(MemoryNotFoundError):
         run(delete_steps(bob, layout, secret.id))
     assert run(get_steps(scope, layout, secret.id)).record.content == "alice's secret"
+
+
+@pytest.mark.parametrize("spelling", [" {id}", "{id} ", "{id}\n", "\t{id}"])
+def test_an_id_is_taken_exactly_never_stripped_into_another_memorys(
+    run: Runner, store: InMemoryStore, scope: Scope, spelling: str
+) -> None:
+    layout = MemoryLayout()
+    tea = run(save_steps(scope, layout, "Prefers green tea"))
+    with pytest.raises(MemoryNotFoundError, match="exactly as written"):
+        run(update_steps(scope, layout, spelling.format(id=tea.id), content="Prefers coffee"))
+    with pytest.raises(MemoryNotFoundError):
+        run(delete_steps(scope, layout, spelling.format(id=tea.id)))
+    assert run(get_steps(scope, layout, tea.id)).record.content == "Prefers green tea"

@@ -288,12 +288,14 @@ def search_steps(
 
 
 def _check_id(memory_id: Any) -> str:
-    if not isinstance(memory_id, str) or not _ID.fullmatch(memory_id.strip()):
+    """``memory_id`` exactly as given (never stripped or folded into another memory's id)."""
+    if not isinstance(memory_id, str) or not _ID.fullmatch(memory_id):
         raise MemoryNotFoundError(
             str(memory_id),
-            f"no memory has the id {memory_id!r}; ids are the 'id' values that search_memory returns",
+            f"no memory has the id {memory_id!r}; ids are the 'id' values that search_memory returns, "
+            "exactly as written there",
         )
-    return memory_id.strip()
+    return memory_id
 
 
 def _find_steps(
