@@ -116,13 +116,13 @@ def query_whole(request: Request, name: str, default: int, least: int, most: int
 
 
 def changeable(memory_id: str) -> str:
-    """``memory_id`` when the memory tools' steps (which edit and forget run) address exactly it:
-    they take an id without its surrounding spaces, so `` b`` would change ``b``."""
+    """``memory_id`` unless it has surrounding spaces: the memory tools' steps (which edit and forget
+    run) take ids exactly and refuse those, so the page says why instead of "no such memory"."""
     if memory_id != memory_id.strip():
         raise Refused(
             400,
-            f"the memory {shown(memory_id)} cannot be changed from the inspector: the memory tools read "
-            f"its id as {shown(memory_id.strip())}, another memory. Fix: change it in the store itself",
+            f"the memory {shown(memory_id)} cannot be changed from the inspector: the memory tools take "
+            "ids of letters, digits, '_' and '-' only, exactly as written. Fix: change it in the store",
         )
     return memory_id
 
