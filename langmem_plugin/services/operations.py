@@ -67,7 +67,7 @@ from langmem_plugin.services.limits import (
     write_rounds,
     write_steps,
 )
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import HOLD, StoreSteps
 
 __all__ = [
     "INDEX_FIELDS",
@@ -355,6 +355,7 @@ def update_steps(
         InvalidRecordError: a bad new value.
         MemoryLimitError: the new content is too long.
     """
+    yield HOLD  # read, then written back changed: no other writer in between
     memory = yield from _find_steps(scope, layout, memory_id, compartments)
     changes: dict[str, Any] = {}
     if content is not None:

@@ -26,6 +26,12 @@ CheckpointerStore) drops them and answers how many; for any other store (it
 keeps no such history) the answer is ``None``. Every service that deletes or rewrites items asks
 it the one way, :func:`purge_history_steps`, after its deletes.
 
+A step that reads items to write them back changed (a read-modify-write: a provenance link
+added to a memory, a memory updated, an exchange marked superseded or stripped of a quote) first
+yields :data:`HOLD`: the steps then run alone among the steps of this process on that store
+that hold it too, until they end — so no two such writers interleave and lose one's change
+(:func:`hold_steps`).
+
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
 >>> def steps():
@@ -39,8 +45,9 @@ it the one way, :func:`purge_history_steps`, after its deletes.
 from __future__ import annotations
 
 import asyncio
-import functools
+import threading
 import time
+import weakref
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -53,15 +60,19 @@ from langmem_plugin.core.kept_vectors import keep_vectors
 from langmem_plugin.core.steps import arun_steps, run_steps
 
 __all__ = [
+    "HOLD",
     "CandidateSearch",
     "HistoryPurger",
+    "Hold",
     "Pause",
     "PurgeHistory",
     "StoreRequest",
+    "StoreRun",
     "StoreSteps",
     "aexecute",
     "arun_batch",
     "execute",
+    "hold_steps",
     "purge_history_steps",
     "run_batch",
 ]
@@ -117,11 +128,61 @@ class HistoryPurger(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A request to run the rest of the steps alone among the holders of this store (see the module
+    docstring); answered ``None``. Held until the steps end, whether they return or raise."""
+
+
+#: The one :class:`Hold` request.
+HOLD = Hold()
+
+
 #: What store steps yield: a batch of store operations, a pause, a candidate search, a bounded
-#: write or a history purge.
-StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory
+#: write, a history purge or a hold.
+StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory | Hold
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
+
+
+def hold_steps() -> StoreSteps[None]:
+    """Steps that hold the store for the rest of the steps that run them (``yield from``)."""
+    yield HOLD
+
+
+class _StoreHold:
+    """Who holds one store: one run at a time (a run holding it again is let through)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.owner: object | None = None
+
+    def try_take(self, run: object) -> bool:
+        with self.changed:
+            if self.owner is None or self.owner is run:
+                self.owner = run
+                return True
+            return False
+
+    def take(self, run: object) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: self.owner is None or self.owner is run)
+            self.owner = run
+
+    def release(self, run: object) -> None:
+        with self.changed:
+            if self.owner is run:
+                self.owner = None
+                self.changed.notify_all()
+
+
+_holds: weakref.WeakKeyDictionary[BaseStore, _StoreHold] = weakref.WeakKeyDictionary()
+_holds_lock = threading.Lock()
+
+
+def _hold_of(store: BaseStore) -> _StoreHold:
+    with _holds_lock:
+        return _holds.setdefault(store, _StoreHold())
 
 
 def purge_history_steps(
@@ -163,7 +224,10 @@ def _bounded(store: BaseStore) -> BoundedStore:
 
 
 def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
-    """Carry out one request of store steps with the store's sync API."""
+    """Carry out one request of store steps with the store's sync API (a :class:`Hold` is the
+    driver's, :func:`execute`: here it holds nothing)."""
+    if isinstance(request, Hold):
+        return None
     if isinstance(request, Pause):
         time.sleep(request.seconds)
         return None
@@ -181,7 +245,10 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None
 
 
 async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
-    """Carry out one request of store steps with the store's async API."""
+    """Carry out one request of store steps with the store's async API (a :class:`Hold`: see
+    :func:`run_batch`)."""
+    if isinstance(request, Hold):
+        return None
     if isinstance(request, Pause):
         await asyncio.sleep(request.seconds)
         return None
@@ -198,11 +265,45 @@ async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int
     return await store.abatch(keep_vectors(store, request)) if request else []
 
 
+class StoreRun:
+    """One run of store steps on ``store``: carries out its requests, a :class:`Hold` included, and
+    releases the hold when it ends (a context manager). :func:`execute` and :func:`aexecute` make
+    one; a driver that also carries out requests of its own (a model call) makes its own and
+    hands it the store requests."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+        self._hold = _hold_of(store)
+
+    def do(self, request: StoreRequest) -> Any:
+        """Carry out ``request`` with the store's sync API."""
+        if isinstance(request, Hold):
+            self._hold.take(self)
+            return None
+        return run_batch(self.store, request)
+
+    async def ado(self, request: StoreRequest) -> Any:
+        """Carry out ``request`` with the store's async API."""
+        if isinstance(request, Hold):  # threads take it too, so it is polled: the loop never blocks
+            while not self._hold.try_take(self):  # noqa: ASYNC110
+                await asyncio.sleep(0.002)
+            return None
+        return await arun_batch(self.store, request)
+
+    def __enter__(self) -> StoreRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._hold.release(self)
+
+
 def execute(store: BaseStore, steps: StoreSteps[T]) -> T:
     """Run ``steps`` against ``store`` with the store's sync ``batch``."""
-    return run_steps(steps, functools.partial(run_batch, store))
+    with StoreRun(store) as run:
+        return run_steps(steps, run.do)
 
 
 async def aexecute(store: BaseStore, steps: StoreSteps[T]) -> T:
     """Run ``steps`` against ``store`` with the store's async ``abatch``."""
-    return await arun_steps(steps, functools.partial(arun_batch, store))
+    with StoreRun(store) as run:
+        return await arun_steps(steps, run.ado)

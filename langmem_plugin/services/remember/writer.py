@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import threading
 from collections.abc import Callable, Generator, Sequence
@@ -28,7 +27,7 @@ from langmem_plugin.services.layout import (
     aroom_held,
     room_held,
 )
-from langmem_plugin.services.store_steps import Pause, StoreRequest, StoreSteps, arun_batch, run_batch
+from langmem_plugin.services.store_steps import Pause, StoreRequest, StoreRun, StoreSteps
 
 if TYPE_CHECKING:
     from langmem_plugin.services.remember.episodes import RememberConfig
@@ -104,13 +103,15 @@ class EpisodeWriter:
         with contextlib.ExitStack() as held:
             for room in sorted(write.rooms):
                 held.enter_context(room_held(write.store, room))
-            return run_steps(self._attempts(write), functools.partial(run_batch, write.store))
+            with StoreRun(write.store) as run:
+                return run_steps(self._attempts(write), run.do)
 
     async def _run_async(self, write: FailedWrite) -> bool:
         async with contextlib.AsyncExitStack() as held:
             for room in sorted(write.rooms):
                 await held.enter_async_context(aroom_held(write.store, room))
-            return await arun_steps(self._attempts(write), functools.partial(arun_batch, write.store))
+            with StoreRun(write.store) as run:
+                return await arun_steps(self._attempts(write), run.ado)
 
     @staticmethod
     def _write(

@@ -56,12 +56,7 @@ from langmem_plugin.services.operations import (
     new_memory_id,
     to_stored,
 )
-from langmem_plugin.services.store_steps import (
-    StoreRequest,
-    StoreSteps,
-    arun_batch,
-    run_batch,
-)
+from langmem_plugin.services.store_steps import StoreRequest, StoreRun, StoreSteps
 from langmem_plugin.services.upkeep.candidates import Candidate, ModelCall
 from langmem_plugin.services.upkeep.forgetting import evict_steps
 from langmem_plugin.services.upkeep.provenance import supersede_steps
@@ -473,12 +468,14 @@ def run_requests(
     """Drive steps that yield store ops and model calls: ops with ``store.batch``, calls with
     ``models[call.purpose].invoke``."""
 
-    def do(request: Request) -> Any:
-        if isinstance(request, ModelCall):
-            return request.run(models[request.purpose])
-        return run_batch(store, request)
+    with StoreRun(store) as run:
 
-    return run_steps(steps, do)
+        def do(request: Request) -> Any:
+            if isinstance(request, ModelCall):
+                return request.run(models[request.purpose])
+            return run.do(request)
+
+        return run_steps(steps, do)
 
 
 async def arun_requests(
@@ -486,12 +483,14 @@ async def arun_requests(
 ) -> Any:
     """Async :func:`run_requests`: ``store.abatch`` and ``ainvoke``."""
 
-    async def do(request: Request) -> Any:
-        if isinstance(request, ModelCall):
-            return await request.arun(models[request.purpose])
-        return await arun_batch(store, request)
+    with StoreRun(store) as run:
 
-    return await arun_steps(steps, do)
+        async def do(request: Request) -> Any:
+            if isinstance(request, ModelCall):
+                return await request.arun(models[request.purpose])
+            return await run.ado(request)
+
+        return await arun_steps(steps, do)
 
 
 def consolidate(

@@ -49,7 +49,7 @@ from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.intents import Intent, begin_op, end_op, intents_steps, pending_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
-from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -405,6 +405,8 @@ def _strip_quotes_steps(
     removed exchange's beginning they keep for lexical search (``metadata.context`` of the
     exchange whose ``previous`` was removed)."""
     ops: list[PutOp] = []
+    if sharers:
+        yield HOLD  # read, then written back stripped: no other writer in between
     for thread, users in sharers.items():
         namespaces = [layout.namespace(Compartment.USER, Scope(user_id=other)) for other in users]
         with contextlib.suppress(ScopeError):  # a session template the thread id cannot fill

@@ -52,7 +52,7 @@ from langmem_plugin.services.operations import (
     to_stored,
     update_steps,
 )
-from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
 from langmem_plugin.services.stored_results import is_owned, results_namespace
 from langmem_plugin.services.upkeep.candidates import Candidate
 
@@ -173,6 +173,7 @@ def link_memories_steps(
     wanted = [(link, memory_id) for link, ids in links for memory_id in ids]
     if not wanted:
         return []
+    yield HOLD  # read, then written back with the link: no other writer in between
     places = [
         (link, ns, memory_id)
         for link, memory_id in wanted
@@ -325,6 +326,7 @@ def forget_memories_steps(
     drops the old versions of every item the batch deleted or rewrote
     (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
     """
+    yield HOLD  # the next exchanges are read, then written back without their quote
     forgotten = Forgotten(tool_results=[r.key for r in tool_results])
     plain = [m for m in memories if m.record.kind is not MemoryKind.EPISODE]
     ops = [PutOp(tuple(r.namespace), r.key, None) for r in tool_results]
@@ -347,6 +349,7 @@ def supersede_steps(
 ) -> StoreSteps[list[PutOp]]:
     """The writes that mark the exchanges ``memory`` came from (and their passages) no longer
     current: what they said of it was superseded by ``by`` (recall leaves them out)."""
+    yield HOLD  # read, then written back marked: no other writer in between
     found = yield from _exchange_items_steps(scope, layout, memory.record.sources)
     ops: list[PutOp] = []
     for item, passages in found:
@@ -373,6 +376,7 @@ def revise_steps(
     """:func:`~langmem_plugin.services.operations.update_steps`, and when the content changes, the
     exchanges that stated the old content are marked superseded first (:func:`supersede_steps`):
     a crash between the two leaves them out of recall, never shown beside the new content."""
+    yield HOLD  # read, then written back changed: no other writer in between
     content = changes.get("content")
     if content is not None:
         memory = yield from get_steps(scope, layout, memory_id, compartments=compartments, track_access=False)
