@@ -346,7 +346,9 @@ def _forget_user_steps(
     # wholly the user's, of the user's own namespaces in shared threads, of each item rewritten
     owned = [ns for _, ns, whole in places if whole]
     owned += [(*ns, _OWNER_LABEL, user_id) for _, ns, whole in places if not whole]
-    report.history_purged = yield from purge_history_steps([*doomed, *stripped], namespaces=owned)
+    # the intent names the user: its old versions go too (a store that keeps history)
+    written = [*doomed, *stripped, end_op(intent)]
+    report.history_purged = yield from purge_history_steps(written, namespaces=owned)
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
 
@@ -508,6 +510,6 @@ def delete_threads_steps(
         doom("thread_index", claims)
     intent = Intent(_DELETE_THREADS, target, {"threads": known})
     yield from _intended_steps(intent, [], doomed, recorded=prior is not None)
-    purged = yield from purge_history_steps(doomed, namespaces=owned)
+    purged = yield from purge_history_steps([*doomed, end_op(intent)], namespaces=owned)
     logger.debug("deleted threads %s: %d old versions purged", threads, purged)
     return counts
