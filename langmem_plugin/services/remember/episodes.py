@@ -181,7 +181,8 @@ def clean_text(text: str) -> str:
 @dataclass(frozen=True)
 class Episode:
     """One exchange (what the user said, which tools ran, what the assistant answered), or one
-    message of a conversation between people (``assistant`` empty, ``speaker`` set).
+    message of a conversation between people (``assistant`` empty, ``speaker`` set), or a
+    user's turn that no answer followed in an imported history (``assistant`` empty).
 
     The fields after ``message_ids`` place it in its thread; they are written as metadata
     and left out of :meth:`key`, so the same exchange keeps its key however it was written.
@@ -229,11 +230,13 @@ class Episode:
         if self.is_message:
             return f"{self.speaker}: {self.user}"
         tools = f"\nTools: {', '.join(self.tools)}" if self.tools else ""
+        if not self.assistant:  # a user's turn no answer followed (an imported history)
+            return f"User: {self.user}{tools}"
         return f"User: {self.user}\nAssistant: {self.assistant}{tools}"
 
     def content(self, max_chars: int) -> str:
         """The episode's text, each side shortened to fit ``max_chars`` in all."""
-        if self.is_message:
+        if self.is_message or not self.assistant:
             return shorten(self.text(), max_chars)
         tools = f"\nTools: {', '.join(self.tools)}" if self.tools else ""
         budget = max(max_chars - len(tools) - len("User: \nAssistant: "), 20)

@@ -32,8 +32,9 @@ def _speaker(message: BaseMessage) -> str:
     return "user" if isinstance(message, HumanMessage) else "assistant"
 
 
-def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
-    """The episode of ``segment`` (a user message and what followed it), or ``None`` unanswered."""
+def _exchange(segment: Sequence[AnyMessage | BaseMessage], *, unanswered: bool = False) -> Episode | None:
+    """The episode of ``segment`` (a user message and what followed it); unanswered, ``None``, or
+    with ``unanswered`` the user's turn alone (what a user said is worth remembering)."""
     human = segment[0]
     answer: AIMessage | None = None
     tools: list[str] = []
@@ -50,13 +51,13 @@ def _exchange(segment: Sequence[AnyMessage | BaseMessage]) -> Episode | None:
             tools.extend(call["name"] for call in message.tool_calls)
             if _text(message).strip() and not message.tool_calls:
                 answer = message
-    if answer is None:
+    if answer is None and not (unanswered and _text(human).strip()):
         return None
     return Episode(
         clean_text(_text(human).strip()),
-        clean_text(_text(answer).strip()),
+        clean_text(_text(answer).strip()) if answer is not None else "",
         tuple(dict.fromkeys(tools)),
-        (human.id or "", answer.id or ""),
+        (human.id or "", answer.id or "") if answer is not None else (human.id or "",),
         speaker=human.name or None,
         memories=tuple(dict.fromkeys(memories)),
         forgot=forgot,
@@ -129,8 +130,10 @@ def episodes_from_messages(
 
     Args:
         messages: the thread's messages.
-        per: ``"exchange"``: one episode per answered user message, as remember writes them;
-            ``"message"``: one per message with text (a conversation between people).
+        per: ``"exchange"``: one episode per user message with text, as remember writes them
+            (a message no answer followed is the user's turn alone: remember, live, waits for the
+            answer; a history is whole, so nothing more will come); ``"message"``: one per
+            message with text (a conversation between people).
         times: the time of each message (the episode takes its first message's).
         sessions: the session of each message: its date as given, or its number (BM25 reads it).
         session_ids: the id of each message's session (never read by BM25).
@@ -146,7 +149,7 @@ def episodes_from_messages(
                 starts.append(index)
     elif per == "exchange":
         for position, (start, segment) in enumerate(_segments(messages)):
-            episode = _exchange(segment)
+            episode = _exchange(segment, unanswered=True)
             if episode is not None:
                 found.append((episode, position))
                 starts.append(start)

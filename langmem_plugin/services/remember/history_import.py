@@ -19,13 +19,20 @@ passages), and writes them with :func:`~langmem_plugin.services.remember.episode
 in batches, so the store embeds many texts per call. An episode already stored is left as it
 is: importing the same history again writes nothing, and an interrupted import resumes.
 
+A user message that no answer followed is imported too, as the user's turn alone (what users
+say of themselves is what memory is for; remember, live, waits for the answer, but a history
+is whole). A history whose messages hold no turn at all warns, naming the fix, and writes
+nothing.
+
 A message without an id gets one from its place in the history (``"s.m"``: session, message),
 so a replay makes the same keys.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -105,6 +112,11 @@ class ImportReport:
 
 def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode]:
     """The episodes of ``history``, as remember would write them (see the module docs)."""
+    return _read(history, per)[0]
+
+
+def _read(history: History, per: Per) -> tuple[list[Episode], int]:
+    """The episodes of ``history`` and how many messages it has."""
     messages: list[AnyMessage | BaseMessage] = []
     times: list[datetime | None] = []
     labels: list[str | None] = []
@@ -115,7 +127,26 @@ def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode
         times.extend([session.time] * n)
         labels.extend([session.label] * n)
         ids.extend([session.id] * n)
-    return episodes_from_messages(messages, per=per, times=times, sessions=labels, session_ids=ids)
+    episodes = episodes_from_messages(messages, per=per, times=times, sessions=labels, session_ids=ids)
+    return episodes, len(messages)
+
+
+def _warn_nothing_found(messages: int, per: Per) -> None:
+    """A warning, at the caller's line, that ``messages`` messages held no turn to import."""
+    if per == "exchange":
+        why = "per='exchange' imports each user message with text (and what answered it), and it has none"
+        fix = "give the user's messages the role 'user', or pass per='message' to import every message"
+    else:
+        why = "per='message' imports user and assistant messages with text, and it has none"
+        fix = "check the roles: system and tool messages are not turns"
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("langmem_plugin."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"import_history wrote nothing: the history's {messages} messages hold no turn ({why}); {fix}",
+        UserWarning,
+        stacklevel=level,
+    )
 
 
 @dataclass
@@ -216,7 +247,9 @@ class _Run:
         layout, config = layout or MemoryLayout(), config or RememberConfig()
         _check(scope, per, batch_size, progress)
         self.started = time.perf_counter()
-        episodes = history_episodes(history, per=per)
+        episodes, messages = _read(history, per)
+        if messages and not episodes:
+            _warn_nothing_found(messages, per)
         self.report = ImportReport(turns=len(episodes))
         self.writer, self.bar = _writer(config), _bar(len(episodes), progress)
         self.batches = _batches(scope, layout, episodes, config, batch_size)
