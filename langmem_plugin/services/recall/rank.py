@@ -10,7 +10,8 @@ One recall, as data:
 3. **rank** — ``relevance × w_relevance + priority × w_priority + recency × w_recency``,
    with relevance the fused score divided by the best candidate's,
    priority scaled from 1–10 to 0–1 and recency halving every
-   ``recency_half_life_days``; candidates under ``min_relevance`` are dropped,
+   ``recency_half_life_days``; candidates under ``min_relevance`` are dropped (a memory
+   whose source exchange passed takes that exchange's score instead, :mod:`.sources`),
    duplicates (same id or same text) are merged, at most ``max_items`` are kept;
 4. **fit** — each section (memories, knowledge, plan, run memory) is filled in
    rank order up to its own token budget, counted with the configured model's
@@ -32,11 +33,12 @@ priority and recency.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
@@ -48,7 +50,6 @@ from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.times import TimeLike, read_time
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.core.validity import INVALID_AT, is_current
 from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
@@ -61,6 +62,7 @@ from langmem_plugin.services.recall.fit import (
     part_of,
 )
 from langmem_plugin.services.recall.retrieval import RetrievalConfig, RetrievedItem, fused_search_steps
+from langmem_plugin.services.recall.sources import SOURCE_LIFT, current_at, inherited_score, source_scores
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -240,7 +242,8 @@ def search_candidates(
     one candidate request, the lists fused per namespace; scores are the fused
     scores, and a candidate that shares no word with the query (no BM25 score) needs
     a dense similarity of at least ``min_similarity``, so an unrelated memory is not
-    injected just for being the best of a poor lot (``dropped`` collects those when given, and
+    injected just for being the best of a poor lot — unless an exchange it came from passed: it
+    then takes that exchange's score (:mod:`.sources`) — (``dropped`` collects those when given, and
     ``signals`` each hit's scores by namespace and key). Without ``retrieval``, one store
     search per namespace, in one batch; scores are the store's own (higher is
     better), or ``None`` when the store has no index. With ``as_of``, what was written after it
@@ -261,6 +264,7 @@ def search_candidates(
         return found
     prefixes = [ns for _, ns in searches]
     pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit, now=now or as_of)
+    below: list[tuple[Compartment, tuple[str, ...], MemoryRecord, RetrievedItem]] = []
     for (comp, ns), hits in zip(searches, pages_hits, strict=True):
         for hit in hits:
             if hit.namespace != ns:
@@ -278,12 +282,23 @@ def search_candidates(
                 and hit.lexical_score is None
                 and (hit.dense_score is None or hit.dense_score < min_similarity)
             ):
-                if dropped is not None:
-                    dropped.append(_considered(hit.key, comp, record, "below threshold", hit))
+                below.append((comp, ns, record, hit))
                 continue
             if signals is not None:
                 signals[(ns, hit.key)] = hit
             found.append(StoredMemory(hit.key, comp, ns, record, None if unscored else hit.score))
+    sourced = source_scores(found, as_of)  # a memory is kept when an exchange it came from passed
+    for comp, ns, record, hit in below:
+        inherited = inherited_score(record, sourced)
+        if inherited is None:
+            if dropped is not None:
+                dropped.append(_considered(hit.key, comp, record, "below threshold", hit))
+            continue
+        score = max(hit.score, inherited)
+        hit = dataclasses.replace(hit, score=score, lifts=(*hit.lifts, (SOURCE_LIFT, score - hit.score)))
+        if signals is not None:
+            signals[(ns, hit.key)] = hit
+        found.append(StoredMemory(hit.key, comp, ns, record, score))
     return found
 
 
@@ -332,17 +347,6 @@ def _written_by(record: MemoryRecord, as_of: datetime | None) -> bool:
     return as_of is None or record.created_at <= as_of
 
 
-def _current_at(record: MemoryRecord, as_of: datetime | None) -> bool:
-    """Whether ``record`` was still true at ``as_of`` (now, without one): not invalidated by then."""
-    if as_of is None or is_current(record):
-        return is_current(record)
-    try:
-        invalid_at = datetime.fromisoformat(record.metadata[INVALID_AT])
-    except (TypeError, ValueError):
-        return False
-    return (invalid_at if invalid_at.tzinfo else invalid_at.replace(tzinfo=UTC)) > as_of
-
-
 def _recency(record: MemoryRecord, now: datetime, half_life_days: float) -> float:
     """1 for a memory changed at ``now``, halving every ``half_life_days`` before it (a change
     after ``now``, seen from an ``as_of`` in the past, counts from when it was written)."""
@@ -366,12 +370,15 @@ def _rank(
     seen_text: set[str] = set()
     seen_pieces: set[tuple[tuple[str, ...], str, str]] = set()
     ordered = sorted(candidates, key=lambda c: -(c.score if c.score is not None else -1.0))
+    threshold = config.threshold
+    passed = [c for c in candidates if threshold is None or (c.score is not None and c.score >= threshold)]
+    sourced = source_scores(passed, as_of)  # a memory under the threshold keeps its source's score
     for memory in ordered:
         identity = (memory.namespace, memory.id)
         text = _SPACE.sub(" ", memory.record.content.strip().lower())
         part = part_of(memory)
         piece = None if part is None else (memory.namespace, part.episode, part.number)
-        current = _current_at(memory.record, as_of)
+        current = current_at(memory.record, as_of)
         if identity in seen_ids or text in seen_text or piece in seen_pieces or not current:
             if (
                 dropped is not None
@@ -379,8 +386,9 @@ def _rank(
                 dropped.append((memory, "superseded" if not current else "duplicate"))
             continue
         relevance = memory.score
-        threshold = config.threshold
         if scored and threshold is not None and (relevance is None or relevance < threshold):
+            relevance = inherited_score(memory.record, sourced)
+        if scored and threshold is not None and relevance is None:
             if dropped is not None:
                 dropped.append((memory, "below threshold"))
             continue

@@ -1,0 +1,140 @@
+"""Issue 37, item 6: the quiet traps a user met after the first run, each done as the user did it.
+
+Real parts: ``Memory()``'s default store (embedded Qdrant, MiniLM), a real ``StateGraph`` and
+checkpointer; only the models are scripted (the extractor answers with real structured-output
+tool calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+
+from langmem_plugin import ExtractionConfig, Memory, MemoryState, RecallConfig
+from langmem_plugin.testing import ScriptedChatModel, tool_call
+
+SAM: Any = {"configurable": {"user_id": "sam", "thread_id": "t1"}}
+LATER: Any = {"configurable": {"user_id": "sam", "thread_id": "t2"}}
+USER_NS = ("memories", "user", "sam")
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    """``Memory(path=...)``: the default store and embedder, as a user opens it."""
+    with Memory(path=tmp_path / "memory") as memory:
+        yield memory
+
+
+# -- 1. a history of the user's own turns is imported ----------------------------------------
+
+
+def test_a_history_of_user_turns_only_is_imported_and_recalled(memory: Memory) -> None:
+    said = [
+        {"role": "user", "content": "My sister Quorra lives in Lisbon."},
+        {"role": "user", "content": "I am allergic to peanuts."},
+    ]
+    report = memory.import_history(said, SAM)
+    assert (report.turns, report.written, report.skipped) == (2, 2, 0)
+    stored = sorted(i.value["content"] for i in memory.store.search(USER_NS, limit=10))
+    assert stored == ["User: I am allergic to peanuts.", "User: My sister Quorra lives in Lisbon."]
+
+    recalled = memory.recall([HumanMessage("Where does Quorra live?")], LATER)
+    assert "Quorra lives in Lisbon" in recalled.prompt
+    assert memory.import_history(said, SAM).skipped == 2  # a replay writes nothing
+
+
+def test_an_unanswered_turn_between_answered_ones_is_kept(memory: Memory) -> None:
+    history = [
+        ("user", "I moved to Porto."),
+        ("user", "For a job at the aquarium."),
+        ("assistant", "Congratulations on the new job!"),
+    ]
+    report = memory.import_history(history, SAM)
+    assert report.turns == 2
+    stored = sorted(i.value["content"] for i in memory.store.search(USER_NS, limit=10))
+    assert stored == [
+        "User: For a job at the aquarium.\nAssistant: Congratulations on the new job!",
+        "User: I moved to Porto.",
+    ]
+
+
+def test_a_history_with_no_turn_warns_with_the_fix_and_writes_nothing(memory: Memory) -> None:
+    spoken = [{"role": "assistant", "content": "Hello!"}, {"role": "assistant", "content": "Anyone?"}]
+    with pytest.warns(UserWarning, match=r"2 messages hold no turn .*per='message'") as caught:
+        report = memory.import_history(spoken, SAM)
+    assert caught[0].filename == __file__  # it points at the user's line
+    assert (report.turns, report.written) == (0, 0)
+    assert memory.store.search(USER_NS) == []
+    assert memory.import_history(spoken, SAM, per="message").written == 2  # the fix it names
+
+
+# -- 2. a fact the user stated does not lose to its own source -------------------------------
+
+DIET = "By the way, I've gone fully vegetarian again: no more fish for me."
+FACT = "Sam is vegetarian again: no fish, no meat"
+DINNER = "what should I cook for dinner"
+
+
+def _extractor(messages: list[BaseMessage]) -> AIMessage:
+    """Extraction finds the diet in the exchange; consolidation (if asked) adds it."""
+    prompt = "\n".join(str(m.content) for m in messages)
+    if "NEW 1:" in prompt:
+        return tool_call("ConsolidationDecisions", decisions=[{"candidate": 1, "action": "ADD"}])
+    found = [{"content": FACT, "kind": "preference", "category": "preferences/food"}]
+    return tool_call("ExtractedMemories", memories=found if "vegetarian again" in prompt else [])
+
+
+def _told(tmp_path: Path, **memory_args: Any) -> Memory:
+    """A memory that heard Sam's diet in a real graph, extraction on, the extraction done."""
+    extraction = ExtractionConfig(model=ScriptedChatModel([_extractor] * 4), debounce=0)
+    memory = Memory(path=tmp_path / "memory", extraction=extraction, **memory_args)
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Thanks for telling me!"]))
+    graph: Any = builder.compile(checkpointer=InMemorySaver(), store=memory.store)
+    graph.invoke({"messages": [HumanMessage(DIET)]}, SAM)
+    memory.flush(timeout=30)
+    assert memory.reflector is not None
+    assert not memory.reflector.failed
+    return memory
+
+
+def test_an_extracted_fact_is_recalled_with_the_exchange_it_came_from(tmp_path: Path) -> None:
+    with _told(tmp_path) as memory:
+        (stored,) = memory.store.search(USER_NS, filter={"kind": "preference"})
+        assert stored.value["content"] == FACT
+        assert stored.value["sources"]  # the exchange it was extracted from
+        recalled = memory.recall([HumanMessage(DINNER)], LATER)
+
+    outcome = {c.content: c for c in recalled.considered}
+    source, fact = outcome[f"User: {DIET}\nAssistant: Thanks for telling me!"], outcome[FACT]
+    assert source.outcome == "injected"
+    assert source.lexical is None  # found by meaning alone, as the fact is ...
+    assert fact.dense is not None
+    assert source.dense is not None
+    assert fact.dense < source.dense  # ... less close: alone, under the threshold
+    assert fact.outcome == "injected", fact
+    assert FACT in recalled.prompt
+    assert fact.relevance == source.relevance  # its source's score, said where it came from
+    assert dict(fact.lifts)["source"] > 0
+    assert fact.rank is not None
+    assert source.rank is not None
+    assert fact.rank < source.rank  # then its higher priority puts it first
+
+
+def test_the_store_score_path_keeps_a_fact_by_its_source_too(tmp_path: Path) -> None:
+    """``retrieval=None``: the threshold applies to the store's own scores, in ``rank``."""
+    with _told(tmp_path, recall=RecallConfig(retrieval=None, min_relevance=0.5)) as memory:
+        recalled = memory.recall([HumanMessage(DINNER)], LATER)
+    outcome = {c.content: c for c in recalled.considered}
+    source = outcome[f"User: {DIET}\nAssistant: Thanks for telling me!"]
+    assert source.outcome == "injected"
+    assert source.relevance is not None
+    assert source.relevance >= 0.5
+    assert outcome[FACT].outcome == "injected", outcome[FACT]
+    assert outcome[FACT].relevance == source.relevance
