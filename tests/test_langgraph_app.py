@@ -34,7 +34,6 @@ def app_module() -> Iterator[ModuleType]:
     """agent.py imported by path, offline, with a temporary memory; its memory closed after."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("OPENAI_API_KEY", raising=False)
-        patch.delenv("LANGMEM_MEMORY_PATH", raising=False)  # langgraph.json's path is the server's
         path, _ = _split(CONFIG["graphs"]["agent"])
         spec = importlib.util.spec_from_file_location("langgraph_app_agent", path)
         assert spec is not None
@@ -55,7 +54,10 @@ def test_the_config_names_files_that_exist() -> None:
         assert variable.isidentifier(), entry
     for dependency in CONFIG["dependencies"]:
         assert (APP / dependency / "pyproject.toml").is_file(), dependency  # this package, installable
-    assert isinstance(CONFIG["env"], dict)
+    index = CONFIG["store"]["index"]  # the server's store embeds what memory writes, offline
+    path, variable = _split(index["embed"])
+    assert path.is_file() and variable.isidentifier(), index
+    assert index["fields"] == ["content"]
 
 
 def test_the_graph_is_compiled_without_a_checkpointer(app_module: ModuleType) -> None:

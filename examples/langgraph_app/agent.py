@@ -3,13 +3,12 @@
     cd examples/langgraph_app && langgraph dev    # needs: pip install "langgraph-cli[inmem]"
 
 (``langgraph dev`` finds ``./agent.py`` from the directory it runs in, not from the config's.)
-The server brings its own checkpointer and refuses a graph compiled with one, so ``graph`` is
-compiled without a checkpointer and without a store. Memory does not need the graph's store: its
-nodes and tools use ``memory.store`` (the server's store, which exists only inside a run, is left
-to your own nodes). That store is Qdrant's embedded engine with hybrid recall, in
-``$LANGMEM_MEMORY_PATH`` when it is set (langgraph.json sets it to
-``.langgraph_api/langmem-memory``, beside the server's own files: durable across restarts and
-reloads, one server at a time), else in a temporary directory removed when the process exits.
+The server brings its own checkpointer and store, and refuses a graph compiled with a
+checkpointer, so ``graph`` is compiled with neither. ``Memory()`` keeps its memories in the store
+the server gives each run: the Store API (``POST /store/items/search``) and Studio's store view
+show them, and our recall searches them with BM25 beside the store's vector index, which
+langgraph.json configures with :data:`embeddings` (the offline MiniLM, 384 dimensions, over each
+memory's ``content``).
 
 Runs offline: with OPENAI_API_KEY set the model is ChatOpenAI, otherwise a rule-based stand-in
 (``OfflineChatModel``) that saves "remember ..." messages with ``save_memory`` and answers
@@ -31,12 +30,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langgraph.graph import StateGraph
 
-from langmem_plugin import Memory, MemoryState
+from langmem_plugin import Memory, MemoryState, MiniLMEmbeddings
 from langmem_plugin.testing import tool_call
 
 INSTRUCTIONS = "You are a helpful assistant with a long-term memory."
 
-memory = Memory(path=os.environ.get("LANGMEM_MEMORY_PATH") or None, tokenizer_model="gpt-4o-mini")
+#: The embedder of the server's store (langgraph.json: ``store.index.embed``).
+embeddings = MiniLMEmbeddings()
+memory = Memory(tokenizer_model="gpt-4o-mini")  # no store: the run's (the server's), else its own
 
 
 def offline_reply(messages: Sequence[BaseMessage]) -> AIMessage:
@@ -84,4 +85,4 @@ else:
 
 builder = StateGraph(MemoryState)
 memory.add_to(builder, model, instructions=INSTRUCTIONS)  # recall → agent ⇄ tools → remember
-graph = builder.compile()  # no checkpointer, no store: the server supplies the first, memory has its own
+graph = builder.compile()  # no checkpointer, no store: the server supplies both

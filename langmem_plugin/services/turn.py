@@ -73,6 +73,7 @@ from langmem_plugin.core.record import exchange_link
 from langmem_plugin.core.renamed import renamed_keywords
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.steps import arun_steps, run_steps
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError, ScopeError
@@ -194,7 +195,7 @@ class MemoryTurn:
     def __init__(
         self,
         *,
-        store: BaseStore | None = None,
+        store: BaseStore | StoreSource | None = None,
         layout: MemoryLayout | None = None,
         recall: RecallConfig | None = None,
         remember: RememberConfig | None = None,

@@ -9,6 +9,8 @@
 - :class:`PostgresMemoryStore` (with :class:`PostgresMemoryIndexConfig`): LangGraph's
   ``PostgresStore`` with BM25 beside pgvector, shared by every process on the database.
   Imported on first use (the ``postgres`` extra).
+- :class:`LexicalStore` (and :func:`lexical_view`): any ``BaseStore`` with a BM25 index beside its own
+  search, so recall gets both candidate lists from LangGraph's ``InMemoryStore`` or ``PostgresStore``.
 - :func:`export_jsonl`, :func:`import_jsonl`, :func:`copy_items`: between any two BaseStores.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from langmem_plugin.stores._lexical import LexicalStore, lexical_view
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 
@@ -44,6 +47,7 @@ else:
 
 __all__ = [
     "CheckpointerStore",
+    "LexicalStore",
     "PostgresMemoryIndexConfig",
     "PostgresMemoryStore",
     "QdrantIndexConfig",
@@ -53,4 +57,5 @@ __all__ = [
     "copy_items",
     "export_jsonl",
     "import_jsonl",
+    "lexical_view",
 ]

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from langchain_text_splitters import TextSplitter
-from langgraph.store.base import BaseStore
 
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.services.knowledge import (
     AddedDocument,
     DocumentSource,
@@ -22,9 +22,9 @@ __all__ = ["DocumentMethods"]
 
 
 class DocumentMethods:
-    """Mixed into :class:`~langmem_plugin.Memory`, which sets these three attributes."""
+    """Mixed into :class:`~langmem_plugin.Memory`, which sets these attributes."""
 
-    store: BaseStore
+    _source: StoreSource
     layout: MemoryLayout
     model: str | None
 
@@ -42,7 +42,7 @@ class DocumentMethods:
         See :func:`langmem_plugin.services.knowledge.add_documents` for what each source may be.
         """
         return add_documents(
-            self.store,
+            self._source.now(),
             sources,
             agent=agent,
             layout=self.layout,
@@ -61,7 +61,7 @@ class DocumentMethods:
     ) -> list[AddedDocument]:
         """Async :meth:`add_documents`."""
         return await aadd_documents(
-            self.store,
+            self._source.now(),
             sources,
             agent=agent,
             layout=self.layout,
@@ -74,10 +74,10 @@ class DocumentMethods:
         self, names: Iterable[str | Path], *, agent: str | None = None
     ) -> list[AddedDocument]:
         """Remove every chunk of the sources ``names`` (as :meth:`add_documents` reported them)."""
-        return remove_documents(self.store, names, agent=agent, layout=self.layout)
+        return remove_documents(self._source.now(), names, agent=agent, layout=self.layout)
 
     async def aremove_documents(
         self, names: Iterable[str | Path], *, agent: str | None = None
     ) -> list[AddedDocument]:
         """Async :meth:`remove_documents`."""
-        return await aremove_documents(self.store, names, agent=agent, layout=self.layout)
+        return await aremove_documents(self._source.now(), names, agent=agent, layout=self.layout)

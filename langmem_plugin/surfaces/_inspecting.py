@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore
 
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.recall import RecallConfig
 from langmem_plugin.services.turn import MemoryTurn
@@ -17,9 +17,9 @@ __all__ = ["InspectingMethods"]
 
 
 class InspectingMethods:
-    """Mixed into :class:`~langmem_plugin.Memory`, which sets these four attributes."""
+    """Mixed into :class:`~langmem_plugin.Memory`, which sets these attributes."""
 
-    store: BaseStore
+    _source: StoreSource
     layout: MemoryLayout
     recall_config: RecallConfig
     turn: MemoryTurn
@@ -28,7 +28,7 @@ class InspectingMethods:
         """An :class:`~langmem_plugin.surfaces.inspector.Inspector` of this memory's store, with its
         layout and recall settings: pages, details and recalls that render as tables in a notebook.
         """
-        return Inspector(self.store, layout=self.layout, recall=self.recall_config, writable=writable)
+        return Inspector(self._source.now(), layout=self.layout, recall=self.recall_config, writable=writable)
 
     def token_usage(
         self, graph: Any, config: RunnableConfig, *, instructions: str | None = None

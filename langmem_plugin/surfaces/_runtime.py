@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope, current_runtime, resolve_scope
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.errors import ConfigurationError
 
 __all__ = ["resolve_scope_and_store"]
@@ -16,7 +17,7 @@ __all__ = ["resolve_scope_and_store"]
 
 def resolve_scope_and_store(
     config: RunnableConfig | None,
-    store: BaseStore | None,
+    store: BaseStore | StoreSource | None,
     *,
     runtime: Any = None,
     metadata: Mapping[str, Any] | None = None,
@@ -24,11 +25,16 @@ def resolve_scope_and_store(
 ) -> tuple[Scope, BaseStore]:
     """The scope (:func:`~langmem_plugin.core.scope.resolve_scope`) and the store (given, else the graph's).
 
+    A :class:`~langmem_plugin.core.store_source.StoreSource` (a ``Memory``'s) chooses the store
+    itself: its given store, else the run's, else its default.
+
     Raises:
         ConfigurationError: no store was passed and the graph was compiled without one.
     """
     runtime = runtime if runtime is not None else current_runtime()
     scope = resolve_scope(config, runtime=runtime, metadata=metadata)
+    if isinstance(store, StoreSource):
+        return scope, store.for_run(runtime)
     found = store if store is not None else getattr(runtime, "store", None)
     if found is None:
         raise ConfigurationError(

@@ -28,6 +28,7 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field
 
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.errors import InvalidFilterError, MemoryNotFoundError
 from langmem_plugin.services.context import (
     RESULT_TOOL_NAMES,
@@ -83,7 +84,7 @@ class QueryResultsInput(BaseModel):
 
 @dataclass(frozen=True)
 class _Context:
-    store: BaseStore | None
+    store: BaseStore | StoreSource | None
     layout: MemoryLayout
     config: ResultsConfig
     model: str | None
@@ -154,7 +155,7 @@ def _make_tool(ctx: _Context, name: str) -> StructuredTool:
 
 def create_result_tools(
     *,
-    store: BaseStore | None = None,
+    store: BaseStore | StoreSource | None = None,
     layout: MemoryLayout | None = None,
     config: ResultsConfig | None = None,
     model: str | None = None,

@@ -46,6 +46,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services.turn import MemoryTurn
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
@@ -74,7 +75,9 @@ class MemoryModel(Runnable[LanguageModelInput, BaseMessage]):
         store: the store (``memory.store``); ``None``: the graph's.
     """
 
-    def __init__(self, model: Runnable[Any, Any], turn: MemoryTurn, store: BaseStore | None = None) -> None:
+    def __init__(
+        self, model: Runnable[Any, Any], turn: MemoryTurn, store: BaseStore | StoreSource | None = None
+    ) -> None:
         if not isinstance(model, Runnable):
             raise ConfigurationError(
                 f"wrap() takes a chat model (a LangChain Runnable), got {type(model).__name__}. "
