@@ -1,25 +1,19 @@
 """Memory for ``langchain.agents.create_agent`` through its middleware.
 
-Needs the ``agents`` extra (langchain's ``create_agent``): ``pip install 'langmem-plugin[agents]'``.
+``create_agent`` (LangChain 1.x) comes with ``pip install langmem-plugin``: nothing else to install.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
+from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langmem_plugin import Memory
 from langmem_plugin.testing import ScriptedChatModel, tool_call
-
-print("needs: the agents extra (pip install 'langmem-plugin[agents]') for langchain's create_agent")
-try:
-    from langchain.agents import create_agent
-except ImportError:
-    sys.exit("langchain is not installed. Fix: pip install 'langmem-plugin[agents]'")
 
 memory = Memory(tokenizer_model="gpt-4o-mini")
 

@@ -148,6 +148,17 @@ def _qdrant_client_local() -> str:
     return f"qdrant-client {importlib.metadata.version('qdrant-client')} local mode (':memory:') works"
 
 
+def _installed(module: str, requirement: str) -> Callable[[], str]:
+    """A check that ``module`` (of a dependency of the main install) imports."""
+
+    def check() -> str:
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"{module} is missing: pip install '{requirement}'")
+        return f"{module} installed"
+
+    return check
+
+
 def _extra(module: str, extra: str) -> Callable[[], str]:
     def check() -> str:
         if importlib.util.find_spec(module) is None:
@@ -171,7 +182,7 @@ _CHECKS: list[tuple[str, Callable[[], str], bool]] = [
     ("bm25", _bm25, True),
     ("qdrant embedded (edge)", _qdrant_edge, True),
     ("qdrant-client local", _qdrant_client_local, True),
-    ("extra: agents", _extra("langchain.agents", "agents"), False),
+    ("langchain (create_agent)", _installed("langchain.agents", "langchain>=1.0,<2"), True),
     ("extra: sqlite", _extra("langgraph.checkpoint.sqlite", "sqlite"), False),
     ("openai", _openai, False),
 ]

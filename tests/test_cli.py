@@ -177,19 +177,3 @@ def test_bench_choices_parse_to_tuples() -> None:
     assert args.variants == ("bm25", "dense")
     assert build_parser().parse_args(["bench", "locomo", "--data", "x"]).variants == VARIANTS
     assert build_parser().parse_args(["bench", "stores"]).peers == PEERS
-
-
-def test_the_create_agent_example_says_which_extra_it_needs() -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "create_agent_middleware.py"
-    assert "pip install 'langmem-plugin[agents]'" in example.read_text().split('"""')[1]
-    blocked = (
-        "import runpy, sys; sys.modules['langchain.agents'] = None; "
-        f"runpy.run_path({str(example)!r}, run_name='__main__')"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 1
-    assert result.stdout.startswith("needs: the agents extra (pip install 'langmem-plugin[agents]')")
-    assert "Traceback" not in result.stderr
-    assert "Fix: pip install 'langmem-plugin[agents]'" in result.stderr

@@ -238,10 +238,10 @@ async def test_middleware_with_create_agent(mode: str) -> None:
     assert len([m for m in out["messages"] if isinstance(m, AIMessage)]) == 1  # state not rewritten
 
 
-def test_missing_agents_extra_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_langchain_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "langmem_plugin.surfaces.middleware", raising=False)
     monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)  # type: ignore[arg-type]
-    with pytest.raises(MissingDependencyError, match=r"pip install 'langmem-plugin\[agents\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'langchain>=1.0,<2'"):
         _memory().middleware()
 
 

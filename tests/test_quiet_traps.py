@@ -7,6 +7,8 @@ tool calls).
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +140,18 @@ def test_the_store_score_path_keeps_a_fact_by_its_source_too(tmp_path: Path) -> 
     assert source.relevance >= 0.5
     assert outcome[FACT].outcome == "injected", outcome[FACT]
     assert outcome[FACT].relevance == source.relevance
+
+
+# -- 3. create_agent comes with the main install ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_create_agent_needs_nothing_beyond_the_main_install() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(re.match(r"langchain>=1\.0", d) for d in project["dependencies"])
+    # where a user first meets it, no extra is asked for
+    for place in ("README.md", "docs/surfaces.md", "examples/create_agent_middleware.py"):
+        text = (ROOT / place).read_text()
+        assert "create_agent" in text
+        assert "[agents]" not in text, place

@@ -25,8 +25,9 @@ nodes and the callback handler use:
   error message the model reads, not the end of the run
   (:func:`~langmem_plugin.surfaces._tool_output.contain_tool_call`).
 
-Needs ``pip install 'langmem-plugin[agents]'``; without it, importing this module
-raises :class:`~langmem_plugin.errors.MissingDependencyError` with that line.
+LangChain (``langchain.agents``) comes with the main install; in an environment that lacks it,
+importing this module raises :class:`~langmem_plugin.errors.MissingDependencyError` with the
+pip line that fixes it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     raise MissingDependencyError(
-        "the agent middleware needs langchain (create_agent). Fix: pip install 'langmem-plugin[agents]'"
+        "the agent middleware needs langchain (create_agent), a dependency of langmem-plugin this "
+        "environment lacks. Fix: pip install 'langchain>=1.0,<2'"
     ) from exc
 
 if TYPE_CHECKING:
