@@ -327,7 +327,7 @@ class Memory(DocumentMethods, InspectingMethods):
         )
 
     def middleware(self) -> MemoryMiddleware:
-        """An ``AgentMiddleware`` for ``langchain.agents.create_agent`` (LangChain 1.x, in the main install)."""
+        """An ``AgentMiddleware`` for ``langchain.agents.create_agent`` (in the main install)."""
         from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
         return MemoryMiddleware(self.turn)
