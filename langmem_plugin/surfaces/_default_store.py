@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
 
-from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, resolve_embeddings
+from langmem_plugin.core.embeddings import EmbeddingsSpec, embedding_dims, known_dims, resolve_embeddings
 from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services.operations import INDEX_FIELDS
 
@@ -38,13 +39,19 @@ class MemoryIndexConfig(IndexConfig, total=False):
 
 
 def memory_index(
-    embeddings: EmbeddingsSpec | None = None, *, mode: Literal["semantic", "lexical", "hybrid"] = "hybrid"
+    embeddings: EmbeddingsSpec | None = None,
+    *,
+    dims: int | None = None,
+    mode: Literal["semantic", "lexical", "hybrid"] = "hybrid",
 ) -> MemoryIndexConfig:
     """The ``index`` config for ``QdrantStore`` and ``CheckpointerStore`` that suits what Memory writes.
 
     Dense vectors of each memory's ``content``, and a BM25 index over :data:`LEXICAL_FIELDS`
     (the stores' candidate lists give recall both). ``embeddings`` is resolved as ``Memory``
-    resolves it (default: the offline MiniLM). ``mode`` is read by a CheckpointerStore only
+    resolves it (default: the offline MiniLM). ``dims`` is the dimension of its vectors: leave it
+    out for an embedder that declares it (MiniLM, OpenAI's text-embedding models); for another
+    (an Ollama or vLLM server behind ``OpenAIEmbeddings(base_url=...)``) this function embeds one
+    probe to learn it, unless ``dims`` is given. ``mode`` is read by a CheckpointerStore only
     (QdrantStore always keeps both indexes): ``"hybrid"`` keeps the BM25 index its default
     ``"semantic"`` mode does without.
 
@@ -52,24 +59,58 @@ def memory_index(
     >>> index = memory_index(FakeEmbeddings(32))
     >>> index["dims"], index["fields"], index["lexical_fields"], index["mode"]
     (32, ['content'], ['metadata.session', 'metadata.context', 'content'], 'hybrid')
+
+    Raises:
+        ConfigurationError: ``dims`` is not a positive int.
+        EmbeddingsError: the probe that learns the dims failed (a server down, a key refused):
+            the message names the embedder, why it was called and the fix.
     """
     embedder = resolve_embeddings(embeddings)
-    index = MemoryIndexConfig(
-        dims=embedding_dims(embedder), embed=embedder, fields=list(INDEX_FIELDS), mode=mode
-    )
+    given = dims_given(dims)
+    return _index(embedder, given if given is not None else embedding_dims(embedder), mode)
+
+
+def _index(embedder: Embeddings, dims: int | None, mode: Literal["semantic", "lexical", "hybrid"]) -> Any:
+    """:func:`memory_index`'s config; without ``"dims"`` when ``dims`` is None (QdrantStore learns them)."""
+    index = MemoryIndexConfig(embed=embedder, fields=list(INDEX_FIELDS), mode=mode)
+    if dims is not None:
+        index["dims"] = dims
     if mode != "semantic":
         index["lexical_fields"] = list(LEXICAL_FIELDS)
     return index
 
 
+def dims_given(dims: object) -> int | None:
+    """``dims`` as given to ``Memory``, :func:`memory_index` or :func:`default_store`, checked.
+
+    Raises:
+        ConfigurationError: not ``None`` nor a positive int.
+    """
+    if dims is None or (isinstance(dims, int) and not isinstance(dims, bool) and dims > 0):
+        return dims
+    raise ConfigurationError(
+        f"dims must be the dimension of the embedder's vectors, a positive int, got {shown(dims)}. "
+        "Fix: e.g. dims=768 (nomic-embed-text), dims=1024 (mxbai-embed-large), or leave it out to "
+        "learn it from the embedder at the store's first use."
+    )
+
+
 def default_store(
-    embeddings: EmbeddingsSpec | None = None, *, path: str | os.PathLike[str] | None = None
+    embeddings: EmbeddingsSpec | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    dims: int | None = None,
 ) -> QdrantStore:
     """The store of ``Memory()``: embedded Qdrant with :func:`memory_index` (hybrid recall).
 
     Without ``path``, in a new temporary directory removed when the store is closed
     (``Memory.close()`` closes it), garbage-collected, or the process exits. With ``path``,
     in that directory (created when missing), durable there; one opener at a time.
+
+    Nothing calls the embedder here: ``dims`` (the dimension of its vectors), when not given
+    and not declared by the embedder (see :func:`~langmem_plugin.core.embeddings.known_dims`),
+    is learned by one call at the store's first write or search; a store at ``path`` is then
+    opened, locked and checked at that first use, so the errors below come from it instead.
 
     >>> from langmem_plugin.testing import FakeEmbeddings
     >>> store = default_store(FakeEmbeddings(32))
@@ -80,7 +121,7 @@ def default_store(
     Raises:
         ConfigurationError: ``path`` is not a directory this store can use (not a ``str`` or
             path, a file, a folder holding other files, or one it cannot create or write);
-            the message names the path and the fix.
+            the message names the path and the fix. ``dims`` is not a positive int.
         StoreLockedError: another store (in this process or another) holds ``path``.
         StoreConfigMismatchError: ``path`` was written with another embedder's dims.
         EmbedderMismatchError: ``path`` was written with another embedder (same dims or not:
@@ -88,7 +129,9 @@ def default_store(
     """
     from langmem_plugin.stores.qdrant import QdrantStore  # qdrant-client is slow to import: on use
 
-    index = memory_index(embeddings)
+    embedder = resolve_embeddings(embeddings)
+    given = dims_given(dims)
+    index = _index(embedder, given if given is not None else known_dims(embedder), "hybrid")
     if path is None:
         return QdrantStore.temporary(index=index)
     return QdrantStore(usable_directory(path), index=index)

@@ -134,6 +134,11 @@ class Memory(DocumentMethods, InspectingMethods):
         path: where the default store keeps memory, durably (a directory, created when missing;
             one opener at a time). Only without ``store``.
         embeddings: the embedder of the default store (ignored when ``store`` is given).
+        dims: the dimension of ``embeddings``' vectors (e.g. 768). Leave it out for an embedder
+            that declares it (MiniLM, OpenAI's text-embedding models); for another (an Ollama or
+            vLLM server behind ``OpenAIEmbeddings(base_url=...)``) the default store learns it by
+            one call at its first write or search — nothing is called while ``Memory()`` is made.
+            Only without ``store``.
         layout: namespace templates and size limits of the compartments.
         recall: search, rank and token budgets of recall (default :class:`RecallConfig`: the
             store's dense and BM25 candidates fused, see :mod:`langmem_plugin.services.recall.retrieval`).
@@ -179,6 +184,7 @@ class Memory(DocumentMethods, InspectingMethods):
         *,
         path: str | os.PathLike[str] | None = None,
         embeddings: EmbeddingsSpec | None = None,
+        dims: int | None = None,
         layout: MemoryLayout | None = None,
         recall: RecallConfig | None = None,
         remember: RememberConfig | None = None,
@@ -195,9 +201,15 @@ class Memory(DocumentMethods, InspectingMethods):
                 f"Memory got both a store ({type(store).__name__}) and path={shown(path)}; path= is "
                 "where the default store lives. Fix: pass one of them."
             )
+        if store is not None and dims is not None:
+            raise ConfigurationError(
+                f"Memory got both a store ({type(store).__name__}) and dims={shown(dims)}; dims= is "
+                "the dimension of the default store's embedder. Fix: give the store's own index its "
+                "dims (index={'dims': ..., 'embed': ...}), and leave dims= out."
+            )
         self._made: QdrantStore | None = None  # the store Memory made, which close() closes
         if store is None:
-            store = self._made = default_store(embeddings, path=path)
+            store = self._made = default_store(embeddings, path=path, dims=dims)
         self.store: BaseStore = store
         self.layout = layout or MemoryLayout()
         if recall is None:

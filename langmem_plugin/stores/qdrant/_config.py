@@ -17,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 
-from langmem_plugin.core.embeddings import embedding_dims, resolve_embeddings
+from langmem_plugin.core.embeddings import embedding_dims, known_dims, resolve_embeddings
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import Clock, TTLSettings, lexical_fields_of, utc_clock
@@ -242,7 +242,11 @@ def batch_config(
     search: QdrantSearchConfig | None,
     ttl: TTLConfig | None,
 ) -> tuple[BatchConfig, Embeddings | None]:
-    """The steps' configuration of a store, and its embeddings (None without an ``index``)."""
+    """The steps' configuration of a store, and its embeddings (None without an ``index``).
+
+    With embeddings whose dims are not in the index and not known without a call, the config's
+    ``dims`` is ``None`` until :func:`with_dims` learns them (the store's first use).
+    """
     embeddings: Embeddings | None = None
     dims: int | None = None
     fields: tuple[str, ...] | None = None
@@ -250,7 +254,7 @@ def batch_config(
     if index:
         embeddings = _embeddings_of(index.get("embed"))
         raw_dims = index.get("dims")
-        dims = int(raw_dims) if raw_dims else embedding_dims(embeddings)
+        dims = int(raw_dims) if raw_dims else known_dims(embeddings)  # None: learned by with_dims()
         raw_fields = index.get("fields")
         fields = tuple(raw_fields) if raw_fields else None
         lexical_fields = lexical_fields_of(cast(Mapping[str, Any], index).get("lexical_fields"))
@@ -258,3 +262,10 @@ def batch_config(
         dims=dims, fields=fields, lexical_fields=lexical_fields, ttl=TTLSettings.from_config(ttl)
     )
     return ranked_by(base, search or {}), embeddings
+
+
+def with_dims(config: BatchConfig, embeddings: Embeddings, learned: int | None) -> BatchConfig:
+    """``config`` with the dims of ``embeddings``: ``learned`` when another view of the store has
+    them already, else one call of the embedder (:func:`~langmem_plugin.core.embeddings.embedding_dims`:
+    an ``EmbeddingsError`` naming the embedder, why it was called and the fix when it fails)."""
+    return dataclasses.replace(config, dims=learned or embedding_dims(embeddings))

@@ -18,6 +18,10 @@ __all__ = ["Engine"]
 class Engine(Protocol):
     """An opened (or openable) Qdrant collection or shard that carries out engine calls."""
 
+    #: The dense vectors' dimension (None: no dense index, or not learned yet: the store sets it
+    #: before it opens the engine).
+    dims: int | None
+
     @property
     def is_open(self) -> bool:
         """Whether :meth:`open` has run and :meth:`close` has not since."""

@@ -22,7 +22,7 @@ from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
-from langmem_plugin.core.embeddings import embedder_id
+from langmem_plugin.core.embeddings import embedder_id, embedding_calls
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores._common import TTLSweeper
@@ -39,6 +39,7 @@ from langmem_plugin.stores.qdrant._config import (
     batch_config,
     ranked_by,
     tuning,
+    with_dims,
 )
 from langmem_plugin.stores.qdrant._edge import EdgeEngine
 from langmem_plugin.stores.qdrant._engine import Engine
@@ -56,6 +57,8 @@ __all__ = ["QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig", "QdrantSt
 MEMORY = ":memory:"
 
 #: Set while :meth:`QdrantStore.temporary` constructs: the engine is opened in the background.
+_WRITE_REASON = "by a QdrantStore to embed the texts a write stores (nothing of the write was stored)"
+_SEARCH_REASON = "by a QdrantStore to embed a search's query"
 _OPEN_LATER: contextvars.ContextVar[bool] = contextvars.ContextVar("langmem_open_later", default=False)
 
 
@@ -87,6 +90,11 @@ class QdrantStore(CheckedStore):
     the collection in :meth:`setup`, or on first use. Either way the TTL sweeper
     starts in :meth:`setup` (or on first use), and :meth:`close` (or leaving a
     ``with`` block) releases the store; after a close, the next use opens it again.
+    An index without ``dims``, whose embedder does not declare them (an Ollama or vLLM
+    server behind ``OpenAIEmbeddings(base_url=...)``), makes no call in the constructor
+    either: the first use learns the dims by one call
+    (:func:`~langmem_plugin.core.embeddings.embedding_dims`), then opens, so an embedded
+    store's errors above come from that first use.
 
     The embedder is part of the store: the store records what names it
     (:func:`~langmem_plugin.core.embeddings.embedder_id`) beside its dims — in
@@ -237,7 +245,7 @@ class QdrantStore(CheckedStore):
         self._owner = True
         self._ready = False  # the engine is open and the sweeper started
         self._removal: weakref.finalize[Any, QdrantStore] | None = None  # set by temporary()
-        if embedded and not _OPEN_LATER.get():
+        if embedded and not _OPEN_LATER.get() and not self._dims_unknown:
             self._engine.open()  # embedded: lock and load now (see the class docstring)
 
     @classmethod
@@ -278,10 +286,17 @@ class QdrantStore(CheckedStore):
             _OPEN_LATER.reset(token)
         gate = _Gate()
         store._removal = weakref.finalize(store, _close_and_remove, store._engine, directory, gate)
+        if store._dims_unknown:  # the first use learns them, then opens
+            return store
         # the first use's setup() opens it too: it waits for this one, or opens it and raises
         opening = (store._engine, gate)
         threading.Thread(target=_open_quietly, args=opening, name="langmem-open", daemon=True).start()
         return store
+
+    @property
+    def _dims_unknown(self) -> bool:
+        """An index whose dims were not given nor known without a call: :meth:`setup` learns them."""
+        return self._embeddings is not None and self._config.dims is None
 
     @property
     def path(self) -> Path | None:
@@ -306,6 +321,10 @@ class QdrantStore(CheckedStore):
                 "directory that stays: QdrantStore('./memory') or Memory(path='./memory')."
             )
         with self._setup_lock:
+            if self._dims_unknown:
+                assert self._embeddings is not None
+                self._config = with_dims(self._config, self._embeddings, self._engine.dims)
+                self._engine.dims = self._config.dims
             if not self._engine.is_open:
                 self._engine.open()
             if self._sweeper is not None and self._owner:
@@ -598,16 +617,20 @@ class QdrantStore(CheckedStore):
 
     def _do(self, call: Call) -> Any:
         if isinstance(call, EmbedDocuments):
-            return self._embedder().embed_documents(list(call.texts))
+            with embedding_calls(self._embedder(), _WRITE_REASON):
+                return self._embedder().embed_documents(list(call.texts))
         if isinstance(call, EmbedQueries):
-            return [self._embedder().embed_query(text) for text in call.texts]
+            with embedding_calls(self._embedder(), _SEARCH_REASON):
+                return [self._embedder().embed_query(text) for text in call.texts]
         return self._engine.execute(call)
 
     async def _ado(self, call: Call) -> Any:
         if isinstance(call, EmbedDocuments):
-            return await self._embedder().aembed_documents(list(call.texts))
+            with embedding_calls(self._embedder(), _WRITE_REASON):
+                return await self._embedder().aembed_documents(list(call.texts))
         if isinstance(call, EmbedQueries):
-            return list(await asyncio.gather(*(self._embedder().aembed_query(t) for t in call.texts)))
+            with embedding_calls(self._embedder(), _SEARCH_REASON):
+                return list(await asyncio.gather(*(self._embedder().aembed_query(t) for t in call.texts)))
         return await self._engine.aexecute(call)
 
     def _embedder(self) -> Embeddings:
