@@ -5,18 +5,27 @@ script and no asset from elsewhere:
 
 - ``/``: the catalog, the users, threads and agents the store has memory for;
 - ``/users/{user_id}``, ``/threads/{thread_id}``, ``/agents/{agent}``: a compartment's memories,
-  paged (``offset``, ``limit``) and filtered (``kind``, ``category``, ``contains``);
+  paged (``offset``, ``limit``), filtered (``kind``, ``category``, ``contains``) and sorted by a
+  column (``sort``, ``-`` in front for the largest first); a thread's page shows everything of the
+  thread (its session memory, and the exchanges and memories its users' memory holds from it),
+  or one compartment (``compartment=session`` or ``results``);
 - ``/users/{user_id}/search?q=...`` (and ``/threads/...``): a search as recall sees it, every
   candidate with its signals and outcome, and the fenced prompt the model would get;
 - ``/users/{user_id}/memories/{memory_id}`` (and ``/threads/...``): one memory, its history as a
-  timeline and the exchanges it came from; with a writable inspector, forms to edit or forget it.
+  timeline, the exchanges it came from, the memory that replaced it or those it replaced, and the
+  item as stored; with a writable inspector, forms to edit or forget it;
+- ``/namespaces?prefix=a/b``: the store as namespaces, and the items under one, raw.
+
+``format=json`` on a list (or ``/namespaces``) exports the whole view as JSON, the items as
+stored; on a memory's page it answers the item as stored.
 
 Stored text is hostile input. Every value a template writes goes through one path
-(:mod:`langmem_plugin.core.html`): HTML-escaped, its bidi controls and other invisible characters
-shown as escapes (``\\u202e``), and stored text put in a ``<bdi>`` so it cannot reorder the page
-around it (form fields alone hold the exact text, so a save changes only what was changed). Every
-response carries a ``Content-Security-Policy`` that runs no script, loads nothing from elsewhere and
-cannot be framed.
+(:mod:`langmem_plugin.core.html`, :mod:`.views`): HTML-escaped, its bidi controls and other
+invisible characters shown as escapes (``\\u202e``), and stored text put in a ``<bdi>`` so it
+cannot reorder the page around it (form fields alone hold the exact text, so a save changes only
+what was changed); JSON answers carry those characters as ``\\u`` escapes. Every response carries
+a ``Content-Security-Policy`` that runs no script, loads nothing from elsewhere and cannot be
+framed (:mod:`.guard`).
 
 Every id has its own address: an id is one path segment, percent-encoded whole (``/`` is ``%2F``),
 and the app routes on the path as it was sent, so ``a/b`` never opens ``b``; an id made only of
@@ -32,7 +41,6 @@ only to the loopback host names (no DNS rebinding).
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import threading
 import time
@@ -42,7 +50,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
-from langmem_plugin.core import html
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import exact_id
 from langmem_plugin.errors import (
@@ -63,54 +70,58 @@ from langmem_plugin.inspector.requests import (
     query_text,
     query_whole,
     read_form,
-    route_path,
     segment,
 )
-from langmem_plugin.services.inspect import MAX_PAGE
+from langmem_plugin.services.inspect import MAX_PAGE, SORTS, THREAD, MemoryPage
 from langmem_plugin.services.layout import Compartment
 from langmem_plugin.surfaces.inspector import Inspector
 
 _FIX = "Fix: pip install 'langmem-plugin[inspect]' (in a checkout: pip install -e '.[inspect]')"
 
 try:
-    import jinja2
-    from markupsafe import Markup, escape
+    import jinja2  # noqa: F401  (checked here: the templates need it)
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
-    from starlette.types import ASGIApp, Message, Receive, Send
-    from starlette.types import Scope as ASGIScope
 except ImportError as exc:  # pragma: no cover - the inspect extra is part of dev
     raise MissingDependencyError(
         f"the inspector's web page needs starlette, jinja2 and uvicorn (the inspect extra). {_FIX}"
     ) from exc
 
+from langmem_plugin.inspector.guard import CONTENT_SECURITY_POLICY, Guard, host_name  # noqa: E402
+from langmem_plugin.inspector.views import browse_url, environment, json_text, read_labels  # noqa: E402
+
 __all__ = ["CONTENT_SECURITY_POLICY", "MAX_OFFSET", "TOKEN_HEADER", "inspector_app", "segment", "serve"]
 
 logger = logging.getLogger(__name__)
 
-#: No script, no plugin, nothing from elsewhere; inline styles, forms to this page only; never framed.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'"
-)
 #: The header a script sends the token in (a form sends the hidden field ``token``).
 TOKEN_HEADER = "X-Inspector-Token"
-_HEADERS = (
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),  # no-referrer would make a form post Origin: null
-    (b"cache-control", b"no-store"),
-)
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-_LIST_CHARS = 600
 _DEFAULT_LIMIT = 50
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one cannot be sent as UTF-8
 _KINDS = tuple(kind.value for kind in MemoryKind)
+_FORMATS = ("html", "json")
+#: The list's columns: the sort key, the heading, what it means (the heading's tooltip).
+_COLUMNS = (
+    ("id", "id", "the memory's id (the whole id on hover and on its page)"),
+    ("content", "content", "what the memory says; its tags below it"),
+    ("kind", "kind", "fact, preference, episode (an exchange), document, ..."),
+    ("category", "category", "a path such as preferences/food"),
+    ("priority", "priority", "1 to 10; recall ranks by it besides relevance and recency"),
+    ("created", "created", "when it was first saved (UTC; the full time on hover)"),
+    ("updated", "updated", "when it last changed (UTC; the full time on hover)"),
+    ("current", "status", "current, or superseded (the link opens the memory that replaced it)"),
+    (
+        "reads",
+        "reads",
+        "how often a memory tool (search_memory, get_memory) returned it; recall's injections "
+        "count only when recall was configured to count them (RecallConfig(track_access=True))",
+    ),
+)
+_LARGEST_FIRST = frozenset({"priority", "created", "updated", "current", "reads"})
 
 OwnerKind = Literal["users", "threads", "agents"]
 
@@ -159,74 +170,44 @@ def _owner(request: Request) -> _Owner:
     raise Refused(404, "no such page")  # pragma: no cover - every route names an owner
 
 
-def _host_name(header: str) -> str:
-    """The host of a ``Host`` header, without its port (``[::1]:8765`` is ``::1``)."""
-    value = header.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rpartition(":")[0] if value.count(":") == 1 else value
+def _format(request: Request) -> str:
+    """What the ``format`` parameter asks for: ``"html"`` (the default) or ``"json"``."""
+    wanted = query_text(request, "format") or "html"
+    if wanted not in _FORMATS:
+        raise Refused(400, f"format is 'html' or 'json'; got {shown(wanted)}")
+    return wanted
 
 
-class _Guard:
-    """Every response gets the security headers; a request for a host not served, or whose path
-    is not UTF-8, is refused; the path is routed as it was sent (``requests.route_path``)."""
-
-    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None = None) -> None:
-        self.app = app
-        self.hosts = hosts
-
-    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_guarded(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                names = {name for name, _ in _HEADERS}
-                kept = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in names]
-                message = {**message, "headers": [*kept, *_HEADERS]}
-            await send(message)
-
-        refused = None
-        if self.hosts is not None:
-            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
-            if _host_name(host) not in self.hosts:
-                refused = "this inspector answers only to its loopback address (127.0.0.1 or localhost)"
-        raw = scope.get("raw_path")
-        if refused is None and isinstance(raw, bytes) and not scope.get("root_path"):
-            try:  # route on the path as sent: an id's %2F is part of the id
-                scope = {**scope, "path": route_path(raw)}
-            except UnicodeDecodeError:
-                refused = "the address is not UTF-8 percent-encoded: open the links the pages give"
-        if refused is not None:
-            refusal = Response(refused, status_code=400, media_type="text/plain")
-            await refusal(scope, receive, send_guarded)
-            return
-        await self.app(scope, receive, send_guarded)
+def _json(document: Any, download: str | None = None) -> Response:
+    """``document`` as JSON (:func:`~.views.json_text`); ``download``: saved as that file name."""
+    headers = {"content-disposition": f'attachment; filename="{download}"'} if download else None
+    return Response(json_text(document) + "\n", media_type="application/json", headers=headers)
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("langmem_plugin.inspector", "templates"),
-        autoescape=True,  # every template, whatever its name
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    # Every {{ value }} is escaped and revealed (core.html); stored text is also isolated: |bdi
-    # in an element, |plain in the title. |exact keeps a form field's value as it is, so a save
-    # does not write the escapes back (a form field's text cannot reorder the page around it).
-    env.finalize = lambda value: value if isinstance(value, Markup) else Markup(html.escape(value))
-    env.filters["bdi"] = lambda value: Markup(html.isolated(value))
-    env.filters["plain"] = lambda value: Markup(html.isolated_plain(value))
-    env.filters["exact"] = lambda value: escape(_SURROGATE.sub("\ufffd", str(value)))
-    env.filters["labels"] = lambda parts: Markup("/".join(html.isolated(part) for part in parts))
-    env.filters["q"] = lambda value: segment(str(value))
-    env.filters["num"] = lambda value: "" if value is None else f"{value:.3f}"
-    env.filters["cut"] = lambda text, limit=_LIST_CHARS: (
-        text if len(text) <= limit else text[: limit - 1] + "…"
-    )
-    return env
+def _next_sort(column: str, sort: str) -> str:
+    """The ``sort`` a column's heading asks for: the other direction when the list is sorted by
+    it, else the column's natural one (the largest first for numbers, times and status)."""
+    if sort == column:
+        return "-" + column
+    if sort == "-" + column:
+        return column
+    return ("-" if column in _LARGEST_FIRST else "") + column
+
+
+def _links(owner: _Owner, page: MemoryPage) -> Callable[[tuple[str, ...], str | None], str | None]:
+    """The address of a memory of ``page`` (by its namespace and id): in the compartments a memory
+    page exists for (a user's, a thread's session memory); ``None`` elsewhere."""
+    places: dict[tuple[str, ...], _Owner] = {}
+    if page.compartment in (Compartment.USER.value, Compartment.SESSION.value, THREAD):
+        places[tuple(page.namespace)] = owner
+    for user, namespace in page.users.items():
+        places[tuple(namespace)] = _Owner("users", user)
+
+    def link(namespace: tuple[str, ...], memory_id: str | None) -> str | None:
+        place = places.get(tuple(namespace))
+        return None if place is None or memory_id is None else place.memory_url(memory_id)
+
+    return link
 
 
 class _Pages:
@@ -235,7 +216,7 @@ class _Pages:
     def __init__(self, inspector: Inspector, token: str) -> None:
         self.inspector = inspector
         self.token = token
-        self.env = _environment()
+        self.env = environment()
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -285,36 +266,44 @@ class _Pages:
 
     async def memories(self, request: Request) -> Response:
         owner = _owner(request)
-        compartment = {
-            "users": Compartment.USER,
-            "threads": Compartment.SESSION,
-            "agents": Compartment.KNOWLEDGE,
-        }[owner.kind]
+        view = {"users": "user", "threads": THREAD, "agents": "knowledge"}[owner.kind]
         room = query_text(request, "compartment")
         if owner.kind == "threads" and room:
             if room not in (Compartment.SESSION.value, Compartment.RESULTS.value):
-                raise Refused(400, f"a thread's compartment is 'session' or 'results', got {shown(room)}")
-            compartment = Compartment(room)
+                raise Refused(
+                    400,
+                    "a thread's compartment is 'session' or 'results' (none: everything of the thread), "
+                    f"got {shown(room)}",
+                )
+            view = room
         filters = {name: query_text(request, name) for name in ("kind", "category", "contains")}
         if filters["kind"] and filters["kind"] not in _KINDS:
             raise Refused(400, f"kind is one of {', '.join(_KINDS)}; got {shown(filters['kind'])}")
+        sort = query_text(request, "sort")
+        if sort and sort.removeprefix("-") not in SORTS:
+            raise Refused(
+                400, f"sort is one of {', '.join(SORTS)} (a '-' in front: largest first); got {shown(sort)}"
+            )
+        chosen = {k: v or None for k, v in filters.items()}
+        if _format(request) == "json":
+            document = await run_in_threadpool(
+                lambda: self.inspector.export(view, **owner.ids, **chosen, sort=sort or None)
+            )
+            return _json(document, f"{owner.label}-memories.json")
         offset = query_whole(request, "offset", 0, 0, MAX_OFFSET)
         limit = query_whole(request, "limit", _DEFAULT_LIMIT, 1, MAX_PAGE)
         page = await run_in_threadpool(
             lambda: self.inspector.page(
-                compartment,
-                **owner.ids,
-                offset=offset,
-                limit=limit,
-                **{k: v or None for k, v in filters.items()},
+                view, **owner.ids, offset=offset, limit=limit, **chosen, sort=sort or None
             )
         )
-        kept = {k: v for k, v in {**filters, "limit": str(limit), "compartment": room}.items() if v}
-        if limit == _DEFAULT_LIMIT:
-            kept.pop("limit")
+        kept = {"compartment": room, **filters, "sort": sort}
+        if limit != _DEFAULT_LIMIT:
+            kept["limit"] = str(limit)
 
-        def at(start: int) -> str:
-            query = {**kept, **({"offset": str(start)} if start else {})}
+        def at(start: int = 0, **changed: str) -> str:
+            query = {k: v for k, v in {**kept, **changed}.items() if v}
+            query |= {"offset": str(start)} if start else {}
             return owner.url + ("?" + urlencode(query) if query else "")
 
         return self.render(
@@ -324,7 +313,36 @@ class _Pages:
             filters=filters,
             limit=limit,
             shown=room,
-            details=compartment in (Compartment.USER, Compartment.SESSION),
+            sort=sort,
+            columns=[(*column, at(sort=_next_sort(column[0], sort))) for column in _COLUMNS],
+            link=_links(owner, page),
+            export=at(format="json"),
+            previous=at(max(0, offset - limit)) if offset else None,
+            following=at(offset + limit) if page.more else None,
+        )
+
+    async def namespaces(self, request: Request) -> Response:
+        prefix = read_labels("prefix", query_text(request, "prefix"))
+        if _format(request) == "json":
+            if not prefix:
+                raise Refused(400, "format=json exports one namespace: open it first (its prefix=...)")
+            document = await run_in_threadpool(lambda: self.inspector.export_namespace(prefix))
+            return _json(document, "namespace.json")
+        offset = query_whole(request, "offset", 0, 0, MAX_OFFSET)
+        limit = query_whole(request, "limit", _DEFAULT_LIMIT, 1, MAX_PAGE)
+        page = await run_in_threadpool(lambda: self.inspector.namespaces(prefix, offset=offset, limit=limit))
+        here = browse_url(prefix)
+        joiner = "&" if prefix else "?"
+        kept = "" if limit == _DEFAULT_LIMIT else f"{joiner}limit={limit}"
+
+        def at(start: int) -> str:
+            return here + kept + (f"{'&' if kept or prefix else '?'}offset={start}" if start else "")
+
+        return self.render(
+            "namespaces.html",
+            page=page,
+            crumbs=[(label, browse_url(prefix[: n + 1])) for n, label in enumerate(prefix)],
+            export=f"{here}&format=json" if prefix else None,
             previous=at(max(0, offset - limit)) if offset else None,
             following=at(offset + limit) if page.more else None,
         )
@@ -352,8 +370,18 @@ class _Pages:
     async def detail(self, request: Request) -> Response:
         owner = _owner(request)
         memory_id = id_in_path(request, "memory_id")
+        wanted = _format(request)
         detail = await run_in_threadpool(lambda: self.inspector.show(memory_id, **owner.ids))
-        return self.render("detail.html", owner=owner, detail=detail, token=self.token)
+        if wanted == "json":
+            return _json(detail.stored)
+        return self.render(
+            "detail.html",
+            owner=owner,
+            detail=detail,
+            token=self.token,
+            stored=json_text(detail.stored),
+            raw=owner.memory_url(memory_id) + "?format=json",
+        )
 
     # -- changing -----------------------------------------------------------------------------
 
@@ -424,7 +452,10 @@ def inspector_app(
         )
     token = token or secrets.token_urlsafe(32)
     pages = _Pages(inspector, token)
-    routes = [Route("/", pages.answer(pages.catalog), name="catalog")]
+    routes = [
+        Route("/", pages.answer(pages.catalog), name="catalog"),
+        Route("/namespaces", pages.answer(pages.namespaces)),
+    ]
     for kind, key in _SLOTS:
         base = f"/{kind}/{{{key}}}"
         routes.append(Route(base, pages.answer(pages.memories)))
@@ -436,8 +467,8 @@ def inspector_app(
             Route(f"{base}/memories/{{memory_id}}/edit", pages.answer(pages.edit), methods=["POST"]),
             Route(f"{base}/memories/{{memory_id}}/forget", pages.answer(pages.forget), methods=["POST"]),
         ]
-    hosts = None if allowed_hosts is None else frozenset(_host_name(h) for h in allowed_hosts)
-    app = Starlette(routes=routes, middleware=[Middleware(_Guard, hosts=hosts)])
+    hosts = None if allowed_hosts is None else frozenset(host_name(h) for h in allowed_hosts)
+    app = Starlette(routes=routes, middleware=[Middleware(Guard, hosts=hosts)])
     app.state.token = token
     return app
 

@@ -36,10 +36,14 @@ from langmem_plugin.services.inspect import (
     Catalog,
     MemoryDetail,
     MemoryPage,
+    NamespacePage,
     catalog_steps,
     detail_steps,
     edit_steps,
     explain_steps,
+    export_steps,
+    namespace_export_steps,
+    namespace_steps,
     page_steps,
     remove_steps,
 )
@@ -101,10 +105,12 @@ class Inspector:
         kind: str | None = None,
         category: str | None = None,
         contains: str | None = None,
+        sort: str | None = None,
     ) -> MemoryPage:
         """A page of one compartment's memories (``user_id`` for user memory, ``thread_id`` for
-        session memory and results, ``agent`` for knowledge); see
-        :func:`~langmem_plugin.services.inspect.page_steps` for the filters."""
+        session memory and results, ``agent`` for knowledge), or with ``"thread"`` everything of
+        ``thread_id`` (its session memory, and what its users' memory holds from it); see
+        :func:`~langmem_plugin.services.inspect.page_steps` for the filters and ``sort``."""
         scope = self._scope(user_id, thread_id, agent)
         return execute(
             self.store,
@@ -117,8 +123,39 @@ class Inspector:
                 kind=kind,
                 category=category,
                 contains=contains,
+                sort=sort,
             ),
         )
+
+    def export(
+        self,
+        compartment: Compartment | str = Compartment.USER,
+        *,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        agent: str | None = None,
+        kind: str | None = None,
+        category: str | None = None,
+        contains: str | None = None,
+        sort: str | None = None,
+    ) -> dict[str, Any]:
+        """The whole view :meth:`page` pages through, as one JSON-able document whose ``items``
+        are the memories as stored (namespace, key, timestamps, value)."""
+        scope = self._scope(user_id, thread_id, agent)
+        return execute(
+            self.store,
+            export_steps(
+                self.layout, scope, compartment, kind=kind, category=category, contains=contains, sort=sort
+            ),
+        )
+
+    def namespaces(self, prefix: tuple[str, ...] = (), *, offset: int = 0, limit: int = 50) -> NamespacePage:
+        """The namespaces one label under ``prefix`` and a page of the items stored under it, raw."""
+        return execute(self.store, namespace_steps(prefix, offset=offset, limit=limit))
+
+    def export_namespace(self, prefix: tuple[str, ...]) -> dict[str, Any]:
+        """Every item stored under ``prefix``, as stored, in one JSON-able document."""
+        return execute(self.store, namespace_export_steps(prefix))
 
     def explain(self, query: str, *, user_id: str | None = None, thread_id: str | None = None) -> Recall:
         """Recall ``query`` as the agent would for this user (and thread): the fenced prompt, its

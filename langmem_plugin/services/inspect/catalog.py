@@ -13,7 +13,7 @@ from langmem_plugin.services.layout import STORED_COMPARTMENTS, Compartment, Mem
 from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.services.upkeep import THREAD_INDEX
 
-__all__ = ["Catalog", "catalog_steps"]
+__all__ = ["Catalog", "catalog_steps", "ids_steps"]
 
 _PAGE = 1000
 _SLOT = {"{user_id}": "users", "{thread_id}": "threads", "{agent}": "agents"}
@@ -56,7 +56,7 @@ def _slot(template: NamespaceTemplate) -> tuple[int, str] | None:
     return None
 
 
-def _ids_steps(template: NamespaceTemplate, place: int) -> StoreSteps[set[str]]:
+def ids_steps(template: NamespaceTemplate, place: int) -> StoreSteps[set[str]]:
     """The ids in slot ``place`` of the namespaces that fill ``template``, paged."""
     prefix = tuple(template[:place])
     ids: set[str] = set()
@@ -91,11 +91,11 @@ def catalog_steps(layout: MemoryLayout) -> StoreSteps[Catalog]:
         if slot is None:
             continue
         place, kind = slot
-        ids = yield from _ids_steps(template, place)
+        ids = yield from ids_steps(template, place)
         found[kind] |= ids
         compartments[Compartment(compartment).value] = sorted(ids)
     user_threads: dict[str, list[str]] = {}
-    for user in sorted((yield from _ids_steps(THREAD_INDEX, len(THREAD_INDEX) - 1))):
+    for user in sorted((yield from ids_steps(THREAD_INDEX, len(THREAD_INDEX) - 1))):
         threads: list[str] = []
         namespace = (*THREAD_INDEX[:-1], user)
         while True:
