@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,6 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
+from langchain_core.messages import HumanMessage
+
+from langmem_plugin import Memory
+from langmem_plugin.errors import StoreError
+from langmem_plugin.stores import LangGraphServerStore
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "examples" / "langgraph_app"
@@ -95,7 +101,9 @@ def _run(url: str, text: str, user: str) -> dict[str, Any]:
 
 
 def _store_items(url: str, prefix: list[str]) -> list[dict[str, Any]]:
-    response = httpx.post(f"{url}/store/items/search", json={"namespace_prefix": prefix, "limit": 100}, timeout=30)
+    response = httpx.post(
+        f"{url}/store/items/search", json={"namespace_prefix": prefix, "limit": 100}, timeout=30
+    )
     response.raise_for_status()
     items: list[dict[str, Any]] = response.json()["items"]
     return items
@@ -116,3 +124,45 @@ def test_the_store_api_shows_what_a_thread_saved_and_another_thread_recalls_it(s
     assert "OCaml" in second["messages"][-1]["content"]  # recalled from the server's store
     other = _run(server, "Which language do I like?", "grace")
     assert "OCaml" not in other["messages"][-1]["content"]
+
+
+def test_our_inspector_reads_the_memories_studio_shows(server: str) -> None:
+    _run(server, "remember my bike is a green Brompton", "linus")
+    studio = {item["value"]["content"] for item in _store_items(server, ["memories", "user", "linus"])}
+    assert "my bike is a green Brompton" in studio
+
+    with LangGraphServerStore(server) as store:  # the same items, through the Store API
+        ours = {item.value["content"] for item in store.search(("memories", "user", "linus"), limit=100)}
+        assert ours == studio
+        with Memory(store) as memory:  # and recall over them, from outside the server
+            config: Any = {"configurable": {"user_id": "linus"}}
+            assert "Brompton" in memory.recall([HumanMessage("What bike do I ride?")], config).prompt
+
+    listed = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "langmem-plugin"),
+            "memories",
+            "list",
+            "--store",
+            f"langgraph+{server}",
+            "--user",
+            "linus",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert "my bike is a green Brompton" in json.dumps(rows)
+
+
+def test_a_server_that_is_not_there_is_a_store_error_naming_it() -> None:
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there any more
+    with (
+        LangGraphServerStore(url) as store,
+        pytest.raises(StoreError, match=rf"{re.escape(url)} did not answer"),
+    ):
+        store.get(("memories",), "k")

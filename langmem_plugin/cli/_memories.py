@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 _STORE = (
     "the store: a memory directory (Memory(path=...)), an SQLite file of a CheckpointerStore, "
-    "an http(s):// Qdrant server or a postgresql:// URL"
+    "an http(s):// Qdrant server, a postgresql:// URL, or langgraph+http(s):// for the store of a "
+    "LangGraph server (langgraph dev)"
 )
 
 

@@ -11,7 +11,10 @@
   ``langmem`` collection must exist;
 - an SQLite file a ``CheckpointerStore`` wrote (``CheckpointerStore.from_sqlite``, or one over a
   ``SqliteSaver``): the ``CheckpointerStore`` over it (SQLite lets an agent go on writing);
-- ``postgresql://`` or ``postgres://``: a ``PostgresMemoryStore``, its schema checked, not migrated.
+- ``postgresql://`` or ``postgres://``: a ``PostgresMemoryStore``, its schema checked, not migrated;
+- ``langgraph+http://`` or ``langgraph+https://``: the store of a LangGraph server (``langgraph dev``,
+  LangGraph Platform: where ``Memory()`` keeps memory under them), through its Store API
+  (:class:`~langmem_plugin.stores.LangGraphServerStore`; ``LANGGRAPH_API_KEY`` is read for its key).
 
 Nothing is ever created: a path that does not exist, a directory or a database with no store in
 it, is a :class:`~langmem_plugin.errors.ConfigurationError` that names the value and what is
@@ -47,7 +50,8 @@ __all__ = ["ACCEPTED", "open_store"]
 #: What a STORE may be, for messages and ``--help``.
 ACCEPTED = (
     "a memory directory (with a store.json, as Memory(path=...) writes), an SQLite file a "
-    "CheckpointerStore wrote, an http(s):// URL of a Qdrant server, or a postgresql:// URL"
+    "CheckpointerStore wrote, an http(s):// URL of a Qdrant server, a postgresql:// URL, or a "
+    "langgraph+http(s):// URL of a LangGraph server (langgraph dev)"
 )
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -58,7 +62,7 @@ _REGISTRIES = (
 _REGISTRY = re.compile(r"langmem_plugin\.store:(.+):registry")
 _COLLECTION = "langmem"
 
-Kind = Literal["directory", "qdrant-server", "sqlite", "postgres"]
+Kind = Literal["directory", "qdrant-server", "sqlite", "postgres", "langgraph-server"]
 
 
 def open_store(
@@ -100,6 +104,8 @@ def classify(spec: str) -> tuple[Kind, str]:
         return "qdrant-server", spec
     if lowered.startswith(("postgresql://", "postgres://")):
         return "postgres", spec
+    if lowered.startswith(("langgraph+http://", "langgraph+https://")):
+        return "langgraph-server", spec[len("langgraph+") :]
     if re.match(r"^[a-z][a-z0-9+.-]*://", lowered):
         raise ConfigurationError(
             f"no store is served at {redacted_url(spec)!r} (unknown scheme): pass {ACCEPTED}"
@@ -151,7 +157,18 @@ def _opened(
         return _sqlite(Path(target), embeddings)
     if kind == "qdrant-server":
         return _qdrant_server(target, embeddings)
+    if kind == "langgraph-server":
+        return _langgraph_server(target)
     return _postgres(target, embeddings)
+
+
+@contextmanager
+def _langgraph_server(url: str) -> Iterator[BaseStore]:
+    from langmem_plugin.stores import LangGraphServerStore, lexical_view
+
+    with LangGraphServerStore(url) as store:
+        store.list_namespaces(limit=1)  # unreachable: a StoreError now, not on the first page
+        yield lexical_view(store)
 
 
 @contextmanager

@@ -11,6 +11,8 @@
   Imported on first use (the ``postgres`` extra).
 - :class:`LexicalStore` (and :func:`lexical_view`): any ``BaseStore`` with a BM25 index beside its own
   search, so recall gets both candidate lists from LangGraph's ``InMemoryStore`` or ``PostgresStore``.
+- :class:`LangGraphServerStore`: the store of a LangGraph server (``langgraph dev``, LangGraph
+  Platform) through its Store API, to inspect or use from outside the server.
 - :func:`export_jsonl`, :func:`import_jsonl`, :func:`copy_items`: between any two BaseStores.
 """
 
@@ -20,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from langmem_plugin.stores._lexical import LexicalStore, lexical_view
+from langmem_plugin.stores._server import LangGraphServerStore
 from langmem_plugin.stores._transfer import copy_items, export_jsonl, import_jsonl
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 
@@ -47,6 +50,7 @@ else:
 
 __all__ = [
     "CheckpointerStore",
+    "LangGraphServerStore",
     "LexicalStore",
     "PostgresMemoryIndexConfig",
     "PostgresMemoryStore",

@@ -58,15 +58,19 @@ __all__ = [
 #: The product rows, one per store, all through ``import_history`` + ``Memory.recall`` with the
 #: default configuration: ``product`` is ``Memory()`` (what a user gets: embedded Qdrant with
 #: ``memory_index()`` in a temporary directory); ``product-qdrant`` an embedded ``QdrantStore`` at a
-#: path; ``product-inmemory`` LangGraph's ``InMemoryStore`` (dense only); ``product-sqlite`` a
-#: ``CheckpointerStore`` over ``SqliteSaver``; ``product-postgres`` the ``PostgresMemoryStore``
-#: (``POSTGRES_URL``, else a temporary server: each conversation gets a new database).
+#: path; ``product-inmemory`` LangGraph's ``InMemoryStore`` with a vector index, as ``langgraph dev``
+#: gives a graph (Memory adds BM25 beside it: ``LexicalStore``); ``product-sqlite`` a
+#: ``CheckpointerStore`` over ``SqliteSaver``; ``product-postgres`` the ``PostgresMemoryStore``;
+#: ``product-langgraph-postgres`` LangGraph's own ``PostgresStore`` with pgvector, as LangGraph
+#: Platform gives a graph (BM25 beside it as for InMemoryStore) — both Postgres rows on
+#: ``POSTGRES_URL``, else a temporary server: each conversation gets a new database.
 PRODUCT_VARIANTS: tuple[str, ...] = (
     "product",
     "product-qdrant",
     "product-inmemory",
     "product-sqlite",
     "product-postgres",
+    "product-langgraph-postgres",
 )
 
 
@@ -192,6 +196,16 @@ def _memory(name: str, embeddings: Embeddings, directory: Path, stack: ExitStack
 
         directory.mkdir(parents=True, exist_ok=True)
         store = stack.enter_context(CheckpointerStore.from_sqlite(directory / "memory.sqlite", index=index))
+    elif name == "product-langgraph-postgres":
+        from langgraph.store.postgres import PostgresStore
+
+        from langmem_plugin.bench.postgres import _fresh_database
+
+        dense = {"dims": embedding_dims(embeddings), "embed": embeddings, "fields": ["content"]}
+        store = stack.enter_context(
+            PostgresStore.from_conn_string(_fresh_database(postgres_url()), index=dense)
+        )
+        store.setup()
     else:
         from langmem_plugin.bench.postgres import _fresh_database
         from langmem_plugin.stores import PostgresMemoryStore

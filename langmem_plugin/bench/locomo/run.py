@@ -80,7 +80,9 @@ def run_locomo_bench(
     unknown = [v for v in variants if v not in ALL_VARIANTS]
     if unknown:
         raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(ALL_VARIANTS)}")
-    if "product-postgres" in variants:  # its server first: a run never ends on a missing one
+    if {"product-postgres", "product-langgraph-postgres"} & set(
+        variants
+    ):  # its server first: a run never ends on a missing one
         from langmem_plugin.bench.locomo.product import postgres_url
 
         postgres_url()

@@ -133,6 +133,7 @@ VARIANTS: tuple[str, ...] = (
     "product-inmemory",
     "product-sqlite",
     "product-postgres",
+    "product-langgraph-postgres",
 )
 _LABELS = {
     "qdrant": "QdrantStore + HybridRetriever (recipe)",
@@ -151,9 +152,10 @@ _LABELS = {
     "inmemory": "InMemoryStore + HybridRetriever (recipe; no BM25 there)",
     "product": "product: import_history + Memory.recall, Memory() (the default)",
     "product-qdrant": "product: the same, QdrantStore(path) embedded",
-    "product-inmemory": "product: the same, LangGraph's InMemoryStore (dense only)",
+    "product-inmemory": "product: the same, LangGraph's InMemoryStore (its vectors + our BM25)",
     "product-sqlite": "product: the same, CheckpointerStore(SqliteSaver)",
     "product-postgres": "product: the same, PostgresMemoryStore (POSTGRES_URL, else a temporary server)",
+    "product-langgraph-postgres": "product: the same, LangGraph's PostgresStore (pgvector + our BM25)",
 }
 _LABELS.update({name: label for name, (label, _) in PRODUCT_EXPERIMENTS.items()})
 _LABELS.update(PRODUCT_PRESETS)
