@@ -59,6 +59,9 @@ def test_memory_without_a_store_writes_to_the_graphs_store_and_recalls_from_it()
         out = graph.invoke({"messages": [HumanMessage("Is Zorblax hungry?")]}, _config("t2"))
         recalled = [item["content"] for item in out["memory_context"]["items"]]
         assert "Sam's cat is called Zorblax" in recalled
+        page = memory.inspector(store=store).page(user_id="sam")  # what the run kept, inspected
+        assert "Sam's cat is called Zorblax" in [row.content for row in page.rows]
+        assert memory.inspector().page(user_id="sam").rows == []  # outside a run: its own store
 
 
 def test_a_graph_without_a_store_uses_memorys_default_store() -> None:

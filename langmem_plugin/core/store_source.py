@@ -69,6 +69,10 @@ class StoreSource:
         found = getattr(runtime, "store", None) if self.runtime_first else None
         return self._view(found if isinstance(found, BaseStore) else self.own())
 
+    def viewed(self, store: BaseStore) -> BaseStore:
+        """``store`` as the calls of this source see it (``view`` applied)."""
+        return self._view(store)
+
     def now(self) -> BaseStore:
         """:meth:`for_run` for the current LangGraph run, if the call is made inside one."""
         return self.for_run(current_runtime())

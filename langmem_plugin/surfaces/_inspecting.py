@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.services.layout import MemoryLayout
@@ -24,11 +25,16 @@ class InspectingMethods:
     recall_config: RecallConfig
     turn: MemoryTurn
 
-    def inspector(self, *, writable: bool = False) -> Inspector:
+    def inspector(self, *, writable: bool = False, store: BaseStore | None = None) -> Inspector:
         """An :class:`~langmem_plugin.surfaces.inspector.Inspector` of this memory's store, with its
         layout and recall settings: pages, details and recalls that render as tables in a notebook.
+
+        ``store``: the store to inspect instead — the one a graph run by ``Memory()`` kept its
+        memories in (``memory.inspector(store=graph.store)``); default: this memory's store (in a
+        run, the run's).
         """
-        return Inspector(self._source.now(), layout=self.layout, recall=self.recall_config, writable=writable)
+        chosen = self._source.viewed(store) if store is not None else self._source.now()
+        return Inspector(chosen, layout=self.layout, recall=self.recall_config, writable=writable)
 
     def token_usage(
         self, graph: Any, config: RunnableConfig, *, instructions: str | None = None
