@@ -122,10 +122,10 @@ def test_the_quick_subset_the_readme_offers_exists() -> None:
     assert len(QUICK_FILES) >= 10
 
 
-def test_the_openai_page_builds_everything_and_calls_only_with_a_key() -> None:
+def test_the_models_page_builds_everything_and_calls_only_with_a_key() -> None:
     # What runs here, said plainly: without OPENAI_API_KEY (run_block removes it) the page's agent
     # block constructs ChatOpenAI, OpenAIEmbeddings, Memory and the graph, and sends no request.
-    agent = python_blocks(ROOT / "docs" / "openai.md")[0]
+    agent = python_blocks(ROOT / "docs" / "models.md")[0]
     assert agent.not_run is None
     for built in ("ChatOpenAI(", "OpenAIEmbeddings(", "Memory(", "builder.compile("):
         assert built in agent.code
