@@ -1,7 +1,7 @@
 """Tool results as memory: a large result is shown in a first view that says how to read on.
 
-Runs offline with a scripted model. ``Memory(results=ResultsConfig())`` stores every
-large tool result in the thread's results compartment, and ``memory.add_to`` puts a
+Runs offline with a scripted model. ``Memory(context=ContextConfig(results=ResultsConfig()))``
+stores every large tool result in the thread's results compartment, and ``memory.add_to`` puts a
 results node between the tools and the model. The model sees the first 400 tokens of
 a result, its id and how to read the rest (``retrieve_result``); once the conversation
 passes 6000 tokens every result seen so far becomes a citation, at once. The

@@ -16,11 +16,12 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def _run_offline(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run a Python script in a fresh process with no OpenAI settings (scripted models only)."""
+    """Run a Python script in a fresh process with no OpenAI settings (scripted models only); a
+    deprecated spelling the script itself uses (``Memory(results=...)``) is an error."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, "-W", "error::DeprecationWarning:__main__", str(script)],
         cwd=cwd,
         env=env,
         capture_output=True,

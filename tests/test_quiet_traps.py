@@ -155,3 +155,30 @@ def test_create_agent_needs_nothing_beyond_the_main_install() -> None:
         text = (ROOT / place).read_text()
         assert "create_agent" in text
         assert "[agents]" not in text, place
+
+
+# -- 4. the examples use the current API, and their README names every one -------------------
+
+
+def test_the_examples_readme_names_every_example() -> None:
+    readme = (ROOT / "examples" / "README.md").read_text()
+    examples = [p for p in (ROOT / "examples").iterdir() if p.name != "README.md" and p.name[0] not in "._"]
+    named = [p.name + ("/" if p.is_dir() else "") for p in examples]
+    assert "langgraph_app/" in named
+    assert [n for n in named if f"`{n}`" not in readme] == []
+
+
+def test_no_example_shows_a_deprecated_keyword() -> None:
+    """The old keywords (``Memory(results=...)``...) warn when run (tests/test_examples.py makes
+    that an error); here, none is shown in the text around the examples either."""
+    from langmem_plugin.services.turn import RENAMED_KEYWORDS
+
+    old = "|".join(RENAMED_KEYWORDS)
+    places = [*(ROOT / "examples").rglob("*.py"), ROOT / "examples" / "README.md"]
+    places += [*(ROOT / "notebooks").glob("*.ipynb")]
+    # Memory(..., results=...) with no call in between, or `results=...` alone in a text
+    shown = re.compile(rf"\bMemory\((?:[^()]*[,\s])?\b({old})=|`({old})=")
+    assert shown.search("Memory(store, results=ResultsConfig())")  # what it finds ...
+    assert not shown.search("Memory(context=ContextConfig(results=ResultsConfig()))")  # ... and not
+    found = [(p.name, m.group()) for p in places for m in shown.finditer(p.read_text())]
+    assert found == []
