@@ -1,4 +1,4 @@
-"""The store contract (../shared/STORE-CONTRACT.md) as one test class every store runs.
+"""The store contract (docs/store-contract.md) as one test class every store runs.
 
 A test module subclasses :class:`StoreContract` and provides two fixtures:
 
@@ -75,7 +75,7 @@ class StoreContract:
     @pytest.fixture
     def ours(self, is_reference: bool) -> None:
         if is_reference:
-            pytest.skip("an intended difference from LangGraph's InMemoryStore (STORE-CONTRACT.md)")
+            pytest.skip("an intended difference from LangGraph's InMemoryStore (docs/store-contract.md)")
 
     # ------------------------------------------------------------------ items
 

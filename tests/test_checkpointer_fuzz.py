@@ -1,6 +1,6 @@
 """Differential fuzz: thousands of random ops, in random batches, on CheckpointerStore and InMemoryStore.
 
-The reference is LangGraph's InMemoryStore. The intended differences (STORE-CONTRACT.md)
+The reference is LangGraph's InMemoryStore. The intended differences (docs/store-contract.md)
 are compared accordingly, not hidden:
 
 - ``created_at`` is kept on update (InMemoryStore resets it): timestamps are not compared;

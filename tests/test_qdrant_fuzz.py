@@ -3,7 +3,7 @@
 Both stores get the same batches (puts, deletes, gets, searches with and
 without a query, namespace listings, several ops per batch). InMemoryStore is
 the oracle for what is stored and what matches; the differences we intend
-(STORE-CONTRACT.md) are applied to its answers before comparing:
+(docs/store-contract.md) are applied to its answers before comparing:
 
 1. ``created_at`` is kept on update: checked against a model of first-write times.
 2. No phantom namespaces: InMemoryStore lists a namespace after a get of a

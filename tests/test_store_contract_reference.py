@@ -27,7 +27,7 @@ def make_store() -> Callable[..., BaseStore]:
         clock: Callable[[], datetime] | None = None,
     ) -> BaseStore:
         if ttl is not None or clock is not None:
-            pytest.skip("InMemoryStore has no TTL and no injectable clock")
+            pytest.skip("InMemoryStore has no TTL and no injectable clock (docs/store-contract.md, TTL)")
         return InMemoryStore(index=index)  # type: ignore[arg-type]
 
     return make

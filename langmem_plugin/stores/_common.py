@@ -2,7 +2,7 @@
 
 Pure helpers — no I/O — so that each store only prepares engine calls and does
 them (STYLE.md: prepare ops once, do I/O twice). The behaviour is the one written
-in ``STORE-CONTRACT.md``; the engine-specific stores translate what they can
+in ``docs/store-contract.md``; the engine-specific stores translate what they can
 into their engine's native form and use :func:`compile_filter` for the rest.
 
 Filters

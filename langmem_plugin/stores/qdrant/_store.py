@@ -114,7 +114,7 @@ class QdrantStore(CheckedStore):
     ``index=False`` (or without text at the fields) have no vector: a query lists
     them after the scored items, with ``score=None``, newest first. Filters support
     ``$eq $ne $gt $gte $lt $lte $in $nin $exists`` on keys and dot paths (see
-    ``STORE-CONTRACT.md``).
+    ``docs/store-contract.md``).
 
     Differences from LangGraph's InMemoryStore, on purpose: ``created_at`` is kept when
     an item is updated; a namespace exists only while it holds an item; a search
