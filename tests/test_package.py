@@ -53,6 +53,8 @@ EXPECTED_ALL = {
 
 EXPECTED_STORES_ALL = {
     "CheckpointerStore",
+    "LangGraphServerStore",
+    "LexicalStore",
     "PostgresMemoryIndexConfig",
     "PostgresMemoryStore",
     "QdrantIndexConfig",
@@ -62,6 +64,7 @@ EXPECTED_STORES_ALL = {
     "copy_items",
     "export_jsonl",
     "import_jsonl",
+    "lexical_view",
 }
 
 # The submodules README.md and docs/ document; none has a leading underscore in its path.
