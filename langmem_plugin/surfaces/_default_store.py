@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig
@@ -70,7 +70,9 @@ def memory_index(
     return _index(embedder, given if given is not None else embedding_dims(embedder), mode)
 
 
-def _index(embedder: Embeddings, dims: int | None, mode: Literal["semantic", "lexical", "hybrid"]) -> Any:
+def _index(
+    embedder: Embeddings, dims: int | None, mode: Literal["semantic", "lexical", "hybrid"]
+) -> MemoryIndexConfig:
     """:func:`memory_index`'s config; without ``"dims"`` when ``dims`` is None (QdrantStore learns them)."""
     index = MemoryIndexConfig(embed=embedder, fields=list(INDEX_FIELDS), mode=mode)
     if dims is not None:
