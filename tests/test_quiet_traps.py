@@ -7,6 +7,7 @@ tool calls).
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Iterator
@@ -182,3 +183,45 @@ def test_no_example_shows_a_deprecated_keyword() -> None:
     assert not shown.search("Memory(context=ContextConfig(results=ResultsConfig()))")  # ... and not
     found = [(p.name, m.group()) for p in places for m in shown.finditer(p.read_text())]
     assert found == []
+
+
+# -- 5. the store contract the tests cite is in the repository -------------------------------
+
+
+def test_the_store_contract_is_a_page_of_the_docs_and_what_cites_it_points_there() -> None:
+    contract = ROOT / "docs" / "store-contract.md"
+    assert "## Namespaces" in contract.read_text()
+    sources = [*(ROOT / "tests").glob("*.py"), *(ROOT / "langmem_plugin").rglob("*.py")]
+    sources += [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    outside = "STORE-" + "CONTRACT"  # the shared notes' name, outside the repository
+    assert [p.name for p in sources if outside in p.read_text()] == []
+    skips = [
+        line for line in (ROOT / "tests" / "store_contract.py").read_text().splitlines() if "skip(" in line
+    ]
+    assert skips
+    assert all("docs/store-contract.md" in line for line in skips)
+    assert "docs/store-contract.md" in (ROOT / "README.md").read_text()
+
+
+# -- 6. the notebook ships executed ----------------------------------------------------------
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXECUTE = ".venv/bin/jupyter execute --inplace notebooks/NAME.ipynb (offline: no OPENAI_API_KEY)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_notebook_ships_valid_with_ids_and_the_outputs_of_one_run(path: Path) -> None:
+    import nbformat
+
+    fix = f"execute it again: {EXECUTE.replace('NAME', path.stem)}"
+    notebook = json.loads(path.read_text())
+    ids = [cell.get("id") for cell in notebook["cells"]]
+    assert all(ids), f"a cell without an id: {ids}"
+    assert len(set(ids)) == len(ids)
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert all(cell["outputs"] for cell in code), f"a code cell has no output; {fix}"
+    assert [cell["execution_count"] for cell in code] == list(range(1, len(code) + 1)), fix  # one run
+    errors = [out for cell in code for out in cell["outputs"] if out["output_type"] == "error"]
+    assert errors == [], fix
+    assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5)
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT))
