@@ -28,9 +28,17 @@ it the one way, :func:`purge_history_steps`, after its deletes.
 
 A step that reads items to write them back changed (a read-modify-write: a provenance link
 added to a memory, a memory updated, an exchange marked superseded or stripped of a quote) first
-yields :data:`HOLD`: the steps then run alone among the steps of this process on that store
-that hold it too, until they end — so no two such writers interleave and lose one's change
-(:func:`hold_steps`).
+yields :data:`HOLD`: the steps then run alone among the steps that hold it too, until they end —
+so no two such writers interleave and lose one's change (:func:`hold_steps`). Among the runs of
+this process on that store object the run's driver (:class:`StoreRun`) holds them apart itself;
+a store that several processes may write (a :class:`HoldingStore`: ``CheckpointerStore`` over a
+SQLite file, ``PostgresMemoryStore``) then holds the others too, where its data lives — by the
+one key :data:`READ_MODIFY_WRITE`, until the run ends. Any other store (``InMemoryStore``,
+``QdrantStore``, whose embedded engine already has one process) is held in process only.
+
+Named holds (the per-source holds of knowledge ingestion) are taken with the store's
+:meth:`HoldingStore.hold` around a run, or, from inside steps that must not wait (a resume
+skipping what a live writer holds), with a :class:`HoldIfFree` request.
 
 >>> from langgraph.store.base import GetOp, PutOp
 >>> from langgraph.store.memory import InMemoryStore
@@ -45,10 +53,11 @@ that hold it too, until they end — so no two such writers interleave and lose 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Collection, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -61,9 +70,13 @@ from langmem_plugin.core.steps import arun_steps, run_steps
 
 __all__ = [
     "HOLD",
+    "READ_MODIFY_WRITE",
     "CandidateSearch",
+    "HeldKeys",
     "HistoryPurger",
     "Hold",
+    "HoldIfFree",
+    "HoldingStore",
     "Pause",
     "PurgeHistory",
     "StoreRequest",
@@ -137,10 +150,49 @@ class Hold:
 #: The one :class:`Hold` request.
 HOLD = Hold()
 
+#: The key a :class:`HoldingStore` holds for :data:`HOLD`.
+READ_MODIFY_WRITE = "langmem_plugin:read-modify-write"
+
+
+@dataclass(frozen=True)
+class HoldIfFree:
+    """A request to hold each of ``keys`` that no other holder has now, without waiting; answered
+    with the ``frozenset`` of those held, until the steps end. On a store that is not a
+    :class:`HoldingStore` (nothing to hold where the data lives), or through :func:`run_batch`,
+    every key is answered: the steps' own in-process locks are then the hold."""
+
+    keys: tuple[str, ...]
+
+
+class HeldKeys(Protocol):
+    """Keys a :class:`HoldingStore` holds until :meth:`release`."""
+
+    def release(self) -> None:
+        """Give every key back; never waits for another holder (so sync code may end an async hold)."""
+        ...
+
+
+@runtime_checkable
+class HoldingStore(Protocol):
+    """A store that holds its writers apart by key where its data lives, across processes.
+
+    While a caller holds a key, no other holder of that key runs — in this process or any other
+    on the same data. What holds, per store: ``docs/security.md`` ("writers of one item take
+    turns"). ``CheckpointerStore`` and ``PostgresMemoryStore`` implement it.
+    """
+
+    def hold(self, keys: Collection[str], *, wait: bool = True) -> HeldKeys | None:
+        """Hold every key, waiting for their holders; ``wait=False``: all of them now, else None."""
+        ...
+
+    async def ahold(self, keys: Collection[str], *, wait: bool = True) -> HeldKeys | None:
+        """:meth:`hold` from async code (waits without blocking the event loop)."""
+        ...
+
 
 #: What store steps yield: a batch of store operations, a pause, a candidate search, a bounded
 #: write, a history purge or a hold.
-StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory | Hold
+StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory | Hold | HoldIfFree
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
 
@@ -223,11 +275,13 @@ def _bounded(store: BaseStore) -> BoundedStore:
     return store
 
 
-def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
-    """Carry out one request of store steps with the store's sync API (a :class:`Hold` is the
-    driver's, :func:`execute`: here it holds nothing)."""
+def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | frozenset[str] | None:
+    """Carry out one request of store steps with the store's sync API (a :class:`Hold` and a
+    :class:`HoldIfFree` are the driver's, :class:`StoreRun`: here they hold nothing)."""
     if isinstance(request, Hold):
         return None
+    if isinstance(request, HoldIfFree):
+        return frozenset(request.keys)
     if isinstance(request, Pause):
         time.sleep(request.seconds)
         return None
@@ -244,11 +298,13 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None
     return store.batch(keep_vectors(store, request)) if request else []
 
 
-async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | None:
-    """Carry out one request of store steps with the store's async API (a :class:`Hold`: see
-    :func:`run_batch`)."""
+async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | frozenset[str] | None:
+    """Carry out one request of store steps with the store's async API (a :class:`Hold` and a
+    :class:`HoldIfFree`: see :func:`run_batch`)."""
     if isinstance(request, Hold):
         return None
+    if isinstance(request, HoldIfFree):
+        return frozenset(request.keys)
     if isinstance(request, Pause):
         await asyncio.sleep(request.seconds)
         return None
@@ -266,35 +322,75 @@ async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int
 
 
 class StoreRun:
-    """One run of store steps on ``store``: carries out its requests, a :class:`Hold` included, and
-    releases the hold when it ends (a context manager). :func:`execute` and :func:`aexecute` make
+    """One run of store steps on ``store``: carries out its requests, holds included, and gives
+    the holds back when it ends (a context manager). :func:`execute` and :func:`aexecute` make
     one; a driver that also carries out requests of its own (a model call) makes its own and
-    hands it the store requests."""
+    hands it the store requests.
+
+    A :class:`Hold` is taken in this process first (the store object's holders take turns), then,
+    on a :class:`HoldingStore`, where the data lives (:data:`READ_MODIFY_WRITE`); a second one in
+    the same run holds already. Everything is given back when the run ends, in the reverse order.
+    """
 
     def __init__(self, store: BaseStore) -> None:
         self.store = store
         self._hold = _hold_of(store)
+        self._holding = False
+        self._kept: list[HeldKeys] = []
 
     def do(self, request: StoreRequest) -> Any:
         """Carry out ``request`` with the store's sync API."""
         if isinstance(request, Hold):
-            self._hold.take(self)
+            if not self._holding:
+                self._hold.take(self)
+                self._holding = True
+                if isinstance(self.store, HoldingStore):
+                    self._keep(self.store.hold((READ_MODIFY_WRITE,)))
             return None
+        if isinstance(request, HoldIfFree):
+            if not isinstance(self.store, HoldingStore):
+                return frozenset(request.keys)
+            return self._kept_free(request, [self.store.hold((key,), wait=False) for key in request.keys])
         return run_batch(self.store, request)
 
     async def ado(self, request: StoreRequest) -> Any:
         """Carry out ``request`` with the store's async API."""
-        if isinstance(request, Hold):  # threads take it too, so it is polled: the loop never blocks
-            while not self._hold.try_take(self):  # noqa: ASYNC110
-                await asyncio.sleep(0.002)
+        if isinstance(request, Hold):
+            if not self._holding:
+                while not self._hold.try_take(self):  # noqa: ASYNC110 - threads take it too: polled
+                    await asyncio.sleep(0.002)
+                self._holding = True
+                if isinstance(self.store, HoldingStore):
+                    self._keep(await self.store.ahold((READ_MODIFY_WRITE,)))
             return None
+        if isinstance(request, HoldIfFree):
+            if not isinstance(self.store, HoldingStore):
+                return frozenset(request.keys)
+            held = [await self.store.ahold((key,), wait=False) for key in request.keys]
+            return self._kept_free(request, held)
         return await arun_batch(self.store, request)
+
+    def _keep(self, held: HeldKeys | None) -> None:
+        if held is not None:
+            self._kept.append(held)
+
+    def _kept_free(self, request: HoldIfFree, held: list[HeldKeys | None]) -> frozenset[str]:
+        for one in held:
+            self._keep(one)
+        return frozenset(key for key, one in zip(request.keys, held, strict=True) if one is not None)
 
     def __enter__(self) -> StoreRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._hold.release(self)
+        kept, self._kept = self._kept, []
+        try:
+            with contextlib.ExitStack() as releasing:  # every one given back, even if one fails
+                for held in kept:
+                    releasing.callback(held.release)
+        finally:
+            self._holding = False
+            self._hold.release(self)
 
 
 def execute(store: BaseStore, steps: StoreSteps[T]) -> T:

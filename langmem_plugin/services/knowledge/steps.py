@@ -201,7 +201,7 @@ def add_documents_steps(
 ) -> StoreSteps[AddedDocument]:
     """Write one source's chunks into the knowledge compartment, replacing an older version.
 
-    Steps only: :func:`add_documents` also holds the source's in-process lock around them.
+    Steps only: :func:`add_documents` also holds the sources around them (:func:`~.versions.held`).
     """
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
     (added,) = yield from _add_steps(namespace, layout, [source], splitter)
@@ -326,14 +326,15 @@ def add_documents(
 
     A change left half-done by a killed process is finished first
     (:func:`~langmem_plugin.services.knowledge.versions.resume_knowledge_steps`), and the
-    sources' in-process locks are held while the compartment is read and written.
+    sources are held (in process, and across processes on a store that can) while the compartment
+    is read and written.
     """
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen = _splitter(splitter, chunk_tokens, model)
     read = read_sources(sources)
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
     execute(store, resume_knowledge_steps())
-    with held(namespace, _ids(read)):
+    with held(store, namespace, _ids(read)):
         return _logged(execute(store, _add_steps(namespace, layout, _progress(read, progress), chosen)))
 
 
@@ -355,7 +356,7 @@ async def aadd_documents(
     read = read_sources(sources)
     namespace = layout.namespace(Compartment.KNOWLEDGE, scope)
     await aexecute(store, resume_knowledge_steps())
-    async with aheld(namespace, _ids(read)):
+    async with aheld(store, namespace, _ids(read)):
         return _logged(
             await aexecute(store, _add_steps(namespace, layout, _progress(read, progress), chosen))
         )
@@ -374,7 +375,7 @@ def remove_documents(
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen, namespace = _names(names), layout.namespace(Compartment.KNOWLEDGE, scope)
     execute(store, resume_knowledge_steps())
-    with held(namespace, [source_id(name) for name in chosen]):
+    with held(store, namespace, [source_id(name) for name in chosen]):
         return execute(store, _remove_steps(namespace, chosen))
 
 
@@ -390,5 +391,5 @@ async def aremove_documents(
     layout, scope = layout or MemoryLayout(), _scope(agent, scope)
     chosen, namespace = _names(names), layout.namespace(Compartment.KNOWLEDGE, scope)
     await aexecute(store, resume_knowledge_steps())
-    async with aheld(namespace, [source_id(name) for name in chosen]):
+    async with aheld(store, namespace, [source_id(name) for name in chosen]):
         return await aexecute(store, _remove_steps(namespace, chosen))

@@ -29,10 +29,17 @@ rolls each one forward (``committing``, ``removing``, and ``adding`` whose chunk
 or back (``staging``, and an incomplete ``adding``: the chunks written are deleted), so the old
 version or the new one is whole. ``add_documents`` and ``remove_documents`` call it first.
 
-**Concurrent writers of one source serialise** on an in-process lock per (knowledge namespace,
-source) (:func:`held`, :func:`aheld`), taken by every writer before it reads the compartment,
-for any store. Across processes no lock is taken: two processes writing one source at once may
-leave chunks of both, and a resume in one process may undo a change still running in another.
+**Concurrent writers of one source serialise** (:func:`held`, :func:`aheld`), for as long as
+the change runs, from before it reads the compartment: on an in-process lock per (knowledge
+namespace, source), for any store; then, on a store that several processes may write (a
+:class:`~langmem_plugin.services.store_steps.HoldingStore`: ``CheckpointerStore`` over a SQLite
+file, ``PostgresMemoryStore``), on the store's hold of one key per source (:func:`source_key`),
+where its data lives — so two processes writing one source take turns, and writers of two
+sources do not wait for each other. A resume takes each record's source the same way without
+waiting (:class:`~langmem_plugin.services.store_steps.HoldIfFree`) and leaves a held one to its
+live writer, in this process or another; it reads the records again once it holds them. Any
+other store (``InMemoryStore``; ``QdrantStore``, whose embedded engine has one process) holds in
+process only.
 """
 
 from __future__ import annotations
@@ -49,11 +56,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.store.base import Item, PutOp
+from langgraph.store.base import BaseStore, Item, PutOp
 
 from langmem_plugin.core.record import clean_text, utc_now
 from langmem_plugin.services.limits import list_steps
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import HeldKeys, HoldIfFree, HoldingStore, StoreSteps
 
 __all__ = [
     "STAGED",
@@ -66,6 +73,7 @@ __all__ = [
     "listing_steps",
     "resume_knowledge_steps",
     "source_id",
+    "source_key",
     "text_id",
 ]
 
@@ -112,6 +120,12 @@ def items_of(by_owner: Mapping[str, list[Item]], source: str) -> list[Item]:
 def _step_key(namespace: Sequence[str], source: str) -> str:
     packed = json.dumps([list(namespace), source], ensure_ascii=True)
     return hashlib.sha256(packed.encode("ascii")).hexdigest()[:32]
+
+
+def source_key(namespace: Sequence[str], source: str) -> str:
+    """The key a :class:`~langmem_plugin.services.store_steps.HoldingStore` holds for the writers of
+    the source id ``source`` of ``namespace``."""
+    return f"langmem_plugin:knowledge:{_step_key(namespace, source)}"
 
 
 @dataclass
@@ -183,33 +197,47 @@ def _ordered(namespace: Sequence[str], sources: Iterable[str]) -> list[_SourceLo
 
 
 @contextlib.contextmanager
-def held(namespace: Sequence[str], sources: Iterable[str]) -> Iterator[None]:
-    """Hold the in-process lock of each source id of ``namespace`` (threads wait for each other)."""
+def held(store: BaseStore, namespace: Sequence[str], sources: Iterable[str]) -> Iterator[None]:
+    """Hold each source id of ``namespace``: its in-process lock, then the store's hold of its
+    :func:`source_key` on a :class:`~langmem_plugin.services.store_steps.HoldingStore` (writers in
+    other processes wait too)."""
+    wanted = sorted(set(sources))
     taken: list[_SourceLock] = []
+    shared: HeldKeys | None = None
     try:
-        for entry in _ordered(namespace, sources):
+        for entry in _ordered(namespace, wanted):
             entry.lock.acquire()
             taken.append(entry)
+        if isinstance(store, HoldingStore) and wanted:
+            shared = store.hold([source_key(namespace, s) for s in wanted])
         yield
     finally:
+        if shared is not None:
+            shared.release()
         for entry in reversed(taken):
             entry.lock.release()
 
 
 @contextlib.asynccontextmanager
 async def aheld(
-    namespace: Sequence[str], sources: Iterable[str], *, poll: float = 0.002
+    store: BaseStore, namespace: Sequence[str], sources: Iterable[str], *, poll: float = 0.002
 ) -> AsyncIterator[None]:
     """:func:`held` for coroutines: waits without blocking the event loop (the same locks)."""
+    wanted = sorted(set(sources))
     taken: list[_SourceLock] = []
+    shared: HeldKeys | None = None
     try:
-        for entry in _ordered(namespace, sources):
+        for entry in _ordered(namespace, wanted):
             # Threads hold these locks too, so no asyncio primitive can wait for them (as aroom_held).
             while not entry.lock.acquire(blocking=False):  # noqa: ASYNC110
                 await asyncio.sleep(poll)
             taken.append(entry)
+        if isinstance(store, HoldingStore) and wanted:
+            shared = await store.ahold([source_key(namespace, s) for s in wanted])
         yield
     finally:
+        if shared is not None:
+            shared.release()
         for entry in reversed(taken):
             entry.lock.release()
 
@@ -288,19 +316,27 @@ def resume_knowledge_steps() -> StoreSteps[int]:
     ``add_documents`` and ``remove_documents`` call it first.
     """
     records = yield from list_steps(STEPS_NAMESPACE, max_items=_SCAN)
-    taken: list[_SourceLock] = []
+    taken: dict[str, _SourceLock] = {}
     try:
+        for namespace, source in _sources_of(records):
+            entry = _lock(namespace, source)
+            if entry.lock.acquire(blocking=False):  # else a live writer of this process has it
+                taken[source_key(namespace, source)] = entry
+        if not taken:
+            return 0
+        free = yield HoldIfFree(tuple(taken))  # the store's hold: a live writer elsewhere keeps its own
+        for key in [key for key in taken if key not in free]:
+            taken.pop(key).lock.release()
+        if not taken:
+            return 0
+        # read again, now held: what was read first may be stale (another process may have finished)
+        records = yield from list_steps(STEPS_NAMESPACE, max_items=_SCAN)
         pending: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for item in records:
             value = item.value
-            namespace = value.get("namespace")
-            if not isinstance(namespace, list) or not isinstance(value.get("source"), str):
-                continue
-            entry = _lock(namespace, value["source"])
-            if not entry.lock.acquire(blocking=False):
-                continue  # a live writer of this process
-            taken.append(entry)
-            pending.setdefault(tuple(namespace), []).append({**value, "key": item.key})
+            named = _source_of(value)
+            if named is not None and source_key(*named) in taken:
+                pending.setdefault(named[0], []).append({**value, "key": item.key})
         changes: list[Change] = []
         for namespace, found in pending.items():
             by_owner, _ = yield from listing_steps(namespace, None)
@@ -309,8 +345,20 @@ def resume_knowledge_steps() -> StoreSteps[int]:
             yield from _finish(changes)
         return len(changes)
     finally:
-        for entry in taken:
+        for entry in taken.values():
             entry.lock.release()
+
+
+def _source_of(value: Mapping[str, Any]) -> tuple[tuple[str, ...], str] | None:
+    """The (namespace, source id) an intent record names, or None for a malformed one."""
+    namespace, source = value.get("namespace"), value.get("source")
+    if not isinstance(namespace, list) or not isinstance(source, str):
+        return None
+    return tuple(namespace), source
+
+
+def _sources_of(records: Iterable[Item]) -> list[tuple[tuple[str, ...], str]]:
+    return list(dict.fromkeys(found for item in records if (found := _source_of(item.value)) is not None))
 
 
 def _resumed(namespace: tuple[str, ...], record: Mapping[str, Any], items: list[Item]) -> Change:

@@ -43,7 +43,10 @@ transaction on the store's own connection to the file (``_sqlite``), reads the
 bounded namespace's checkpoints it had not seen (another store object's,
 another process's) before it counts, and commits its checkpoints together, so
 a compartment's limit holds for every writer of the file. Over any other saver
-``item_limits`` is ``"process"`` and it refuses.
+``item_limits`` is ``"process"`` and it refuses. The services' read-modify-writes and
+document changes are the other exception (:meth:`CheckpointerStore.hold`): over a
+``SqliteSaver`` on a file they hold every process on it (a byte-range lock on ``<file>.hold``)
+and, once held, the store folds the checkpoints others wrote first (``_hold``).
 
 History: :meth:`CheckpointerStore.history` lists every version of an item
 (``value=None`` for a deletion), :meth:`~CheckpointerStore.restore` writes an old
@@ -89,9 +92,10 @@ The package
 steps), ``_bounded`` (a bounded write as steps), ``_history`` (history, restore,
 rollback as steps), ``_purge`` (purging history as steps), ``_log`` (thread names,
 records, checkpoints, the I/O requests), ``_state`` / ``_entries`` / ``_vectors``
-(the folded state and its indexes), ``_sqlite`` (the SQLite write transaction of a
-bounded write or a purge). Only ``_store`` and ``_sqlite`` do I/O: the others
-yield requests (``langmem_plugin.core.steps``).
+(the folded state and its indexes), ``_config`` (the index configuration), ``_sqlite`` (the
+SQLite write transaction of a bounded write or a purge), ``_hold`` (holds across processes and
+the catch-up after one). Only ``_store``, ``_sqlite`` and ``_hold``'s file locks do I/O: the
+others yield requests (``langmem_plugin.core.steps``).
 """
 
 from langmem_plugin.stores.checkpointer._history import ItemVersion

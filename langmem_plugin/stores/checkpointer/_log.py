@@ -29,6 +29,7 @@ __all__ = [
     "ListCheckpoints",
     "PutCheckpoint",
     "Request",
+    "StoreThreads",
     "Write",
     "checkpoint_request",
     "decode_vectors",
@@ -55,6 +56,29 @@ def namespace_thread(name: str, namespace: Sequence[str]) -> str:
     return f"{_THREAD_PREFIX}:{name}:" + json.dumps(
         list(namespace), ensure_ascii=False, separators=(",", ":")
     )
+
+
+def threads_prefix(name: str) -> str:
+    """What every thread of the store called ``name`` starts with (its namespaces' and its registry)."""
+    return f"{_THREAD_PREFIX}:{name}:"
+
+
+def thread_namespace(name: str, thread: str) -> tuple[str, ...] | None:
+    """The namespace whose log ``thread`` holds (:func:`namespace_thread`), or None (another thread).
+
+    >>> thread_namespace("store", 'langmem_plugin.store:store:["users","u1"]')
+    ('users', 'u1')
+    """
+    prefix = threads_prefix(name)
+    if not thread.startswith(prefix + "["):
+        return None
+    try:
+        labels = json.loads(thread[len(prefix) :])
+    except ValueError:
+        return None
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        return None
+    return tuple(labels)
 
 
 def registry_thread(name: str) -> str:
@@ -152,6 +176,14 @@ class CheckpointIds:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreThreads:
+    """How many checkpoints each thread whose id starts with ``prefix`` holds (``dict[str, int]``),
+    in one query; only inside an :class:`Exclusive`."""
+
+    prefix: str
+
+
+@dataclass(frozen=True, slots=True)
 class DropCheckpoints:
     """Delete checkpoints of ``thread`` (``ids``), or all of them (``ids=None``), with their writes;
     only inside an :class:`Exclusive` (the saver has no call that deletes one checkpoint)."""
@@ -168,7 +200,7 @@ class DeleteThread:
 
 
 #: What an exclusive section yields: reads and writes of the log, nothing else (no embedding).
-HeldRequest = PutCheckpoint | GetCheckpoint | CheckpointIds | ListCheckpoints | DropCheckpoints
+HeldRequest = PutCheckpoint | GetCheckpoint | CheckpointIds | ListCheckpoints | DropCheckpoints | StoreThreads
 
 
 @dataclass(frozen=True, slots=True)

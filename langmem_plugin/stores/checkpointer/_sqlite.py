@@ -50,6 +50,7 @@ from langmem_plugin.stores.checkpointer._log import (
     HeldRequest,
     ListCheckpoints,
     PutCheckpoint,
+    StoreThreads,
 )
 
 __all__ = ["SqliteWriter", "sqlite_file"]
@@ -65,6 +66,11 @@ SCRUB_TIMEOUT_MS = 1000
 _COUNT = "SELECT count(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
 _IDS = "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
 _DROP = ("DELETE FROM checkpoints WHERE thread_id = ?", "DELETE FROM writes WHERE thread_id = ?")
+# Every thread of one store and its checkpoint count: one walk of the table's primary key, in range.
+_THREADS = (
+    "SELECT thread_id, count(*) FROM checkpoints WHERE thread_id >= ? AND thread_id < ? "
+    "AND checkpoint_ns = '' GROUP BY thread_id"
+)
 _CHUNK = 500  # checkpoint ids per DELETE (SQLite's limit on bound parameters)
 
 logger = logging.getLogger(__name__)
@@ -206,6 +212,9 @@ def _carry_out(conn: _HeldConnection, saver: Any, request: HeldRequest) -> Any:
                 marks = ",".join("?" * len(ids))
                 conn.execute(f"{statement} AND checkpoint_id IN ({marks})", (request.thread, *ids))
         return None
+    if isinstance(request, StoreThreads):
+        end = request.prefix[:-1] + chr(ord(request.prefix[-1]) + 1)  # just past every id with the prefix
+        return dict(conn.execute(_THREADS, (request.prefix, end)).fetchall())
     assert isinstance(request, CheckpointIds)
     (count,) = conn.execute(_COUNT, (request.thread,)).fetchone()
     if count == request.known:

@@ -10,7 +10,6 @@ translates the saver's exceptions at one choke point.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import re
 import sqlite3
@@ -24,20 +23,22 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import IndexConfig, Item, Op, PutOp, Result, TTLConfig
-from langgraph.store.base.embed import ensure_embeddings
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
-from langmem_plugin.core.embeddings import embedder_id, resolve_embeddings
+from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.steps import Steps, arun_steps, run_steps
 from langmem_plugin.errors import BlockingCallError, ConfigurationError, MissingDependencyError, StoreError
-from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, lexical_fields_of, utc_clock
+from langmem_plugin.stores._common import Clock, TTLSettings, TTLSweeper, utc_clock
+from langmem_plugin.stores._hold import Held, Holds
 from langmem_plugin.stores._validation import CheckedStore
 from langmem_plugin.stores.checkpointer import _history
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic, OpenedWith
 from langmem_plugin.stores.checkpointer._bounded import bounded
+from langmem_plugin.stores.checkpointer._config import CheckpointerIndexConfig, embeddings_of, index_settings
 from langmem_plugin.stores.checkpointer._entries import Mode
 from langmem_plugin.stores.checkpointer._history import ItemVersion
+from langmem_plugin.stores.checkpointer._hold import aheld_caught_up, caught_up, file_holds, held_caught_up
 from langmem_plugin.stores.checkpointer._log import (
     DeleteThread,
     Embed,
@@ -56,19 +57,6 @@ __all__ = ["CheckpointerIndexConfig", "CheckpointerStore"]
 T = TypeVar("T")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-class CheckpointerIndexConfig(IndexConfig, total=False):
-    """``IndexConfig`` plus the search mode of a :class:`CheckpointerStore`."""
-
-    mode: Mode
-    """``"semantic"`` (default with ``embed``), ``"lexical"`` (BM25 over ``fields``) or ``"hybrid"``."""
-
-    lexical_fields: list[str]
-    """The fields whose text BM25 indexes, same syntax as ``fields`` (e.g. ``["metadata.context",
-    "content"]``); default: ``fields``. Needs a BM25 index (mode ``"lexical"`` or ``"hybrid"``). It
-    applies to every item not put with ``index=False`` (an item's own ``index=[...]`` chooses what is
-    embedded, not what BM25 reads). The BM25 index is rebuilt on open, so changing it needs no re-index."""
 
 
 class CheckpointerStore(CheckedStore):
@@ -136,9 +124,9 @@ class CheckpointerStore(CheckedStore):
         self.name = name
         self.index_config = cast(IndexConfig | None, dict(index) if index else None)
         self.ttl_config = ttl
-        mode, dims, fields, lexical_fields = self._index_settings(index)
+        mode, dims, fields, lexical_fields = index_settings(index)
         self._embeddings: Embeddings | None = (
-            _embeddings(index["embed"]) if index and mode != "lexical" else None
+            embeddings_of(index["embed"]) if index and mode != "lexical" else None
         )
         self._steps = CheckpointerLogic(
             name=name,
@@ -155,6 +143,7 @@ class CheckpointerStore(CheckedStore):
         self._async_native: bool | None = None
         self._sweeper: TTLSweeper | None = None
         self._writer: SqliteWriter | None = None
+        self._holds: Holds | None = None
         self._writer_known = False
         self._writer_lock = threading.Lock()
 
@@ -162,28 +151,6 @@ class CheckpointerStore(CheckedStore):
     def search_mode(self) -> Mode:
         """How ``search(query=...)`` ranks: ``"semantic"`` (cosine), ``"lexical"`` (BM25) or ``"hybrid"``."""
         return self._steps.mode
-
-    @staticmethod
-    def _index_settings(index: Any) -> tuple[Mode, int | None, list[str] | None, list[str] | None]:
-        """``(mode, dims, fields, lexical_fields)`` of an index config, validated."""
-        if not index:
-            return "lexical", None, None, None
-        mode = index.get("mode", "semantic" if "embed" in index else "lexical")
-        if mode not in ("semantic", "lexical", "hybrid"):
-            raise ConfigurationError(f"index mode {mode!r} is not one of 'semantic', 'lexical', 'hybrid'")
-        fields = index.get("fields")
-        if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) for f in fields)):
-            raise ConfigurationError(f"index fields must be a list of field paths, got {fields!r}")
-        lexical_fields = _lexical_fields(index.get("lexical_fields"), mode)
-        if mode == "lexical":
-            return mode, None, list(fields) if fields else None, lexical_fields
-        dims = index.get("dims")
-        if "embed" not in index or not isinstance(dims, int) or dims <= 0:
-            raise ConfigurationError(
-                f"index mode {mode!r} needs 'embed' and a positive int 'dims', got {dict(index)!r}. "
-                "Fix: e.g. {'dims': 384, 'embed': MiniLMEmbeddings()}, or {'mode': 'lexical'}."
-            )
-        return mode, dims, list(fields) if fields else None, lexical_fields
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -317,8 +284,34 @@ class CheckpointerStore(CheckedStore):
             if not self._writer_known:
                 path = sqlite_file(self.checkpointer)
                 self._writer = SqliteWriter(path, self.checkpointer) if path else None
+                self._holds = file_holds(path) if path else Holds(object(), None)
                 self._writer_known = True
             return self._writer
+
+    def hold(self, keys: Iterable[str], *, wait: bool = True) -> Held | None:
+        """Hold ``keys`` (the services' read-modify-writes and document changes) until the
+        returned ``Held`` is released; ``wait=False``: all now or None.
+
+        Over a ``SqliteSaver`` on a file the hold reaches every store object and process on it (a
+        byte-range lock on ``<file>.hold``), and the store then folds what other writers committed,
+        so the held steps read what every process wrote. Over any other saver it holds this store
+        object's callers only. How and why: :mod:`langmem_plugin.stores.checkpointer._hold`.
+        """
+        self._check_sync()
+        holds, shared = self._hold_place()
+        catch_up = (lambda: self._run_sync(caught_up(self._steps))) if shared else None
+        return held_caught_up(holds, keys, wait, catch_up)
+
+    async def ahold(self, keys: Iterable[str], *, wait: bool = True) -> Held | None:
+        """Async :meth:`hold` (waits without blocking the event loop)."""
+        holds, shared = self._hold_place()
+        catch_up = (lambda: arun_steps(caught_up(self._steps), self._ado)) if shared else None
+        return await aheld_caught_up(holds, keys, wait, catch_up)
+
+    def _hold_place(self) -> tuple[Holds, bool]:
+        shared = self._sqlite_writer() is not None
+        assert self._holds is not None
+        return self._holds, shared
 
     def _where(self) -> str:
         """The store, as an error names it: its file over a SqliteSaver on one, else its saver."""
@@ -555,25 +548,6 @@ class CheckpointerStore(CheckedStore):
     def _require_embeddings(self) -> Embeddings:
         assert self._embeddings is not None
         return self._embeddings
-
-
-def _lexical_fields(value: Any, mode: Mode) -> list[str] | None:
-    """The ``lexical_fields`` of an index config, validated (None: BM25 reads ``fields``)."""
-    fields = lexical_fields_of(value)
-    if fields is None:
-        return None
-    if mode == "semantic":
-        raise ConfigurationError(
-            f"index lexical_fields {list(fields)!r} needs a BM25 index, but the mode is 'semantic'. "
-            'Fix: index={..., "mode": "hybrid"} (or "lexical"), or drop lexical_fields.'
-        )
-    return list(fields)
-
-
-def _embeddings(embed: Any) -> Embeddings:
-    if inspect.iscoroutinefunction(embed):  # an async function: LangGraph's wrapper runs it for both paths
-        return ensure_embeddings(embed)
-    return resolve_embeddings(embed)
 
 
 @contextmanager

@@ -14,6 +14,9 @@ sweeper, with what recall needs added:
   store's clock, values checked at the validation boundary);
 - **item limits for every writer** (``item_limits`` is ``"shared"``): the count and the write
   are one transaction under a per-namespace advisory lock.
+- **holds for every writer** (``hold``/``ahold``): the services' read-modify-writes and the
+  writers of one knowledge source take turns across processes, on session advisory locks keyed
+  by the store's table (``_hold``).
 
 Every process on the database shares the store: nothing is cached in the process, so a write
 is seen by every other process as soon as it returns. Opening checks the server, pgvector

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, cast
@@ -32,6 +33,7 @@ from langmem_plugin.stores._common import (
     utc_clock,
 )
 from langmem_plugin.stores._embedder import check_embedder
+from langmem_plugin.stores._hold import Held, Holds
 from langmem_plugin.stores._validation import (
     CheckedStore,
     final_puts,
@@ -47,6 +49,7 @@ from langmem_plugin.stores.postgres._candidates import (
     plan_queries,
     shaped,
 )
+from langmem_plugin.stores.postgres._hold import AdvisoryLocks, lock_namespaces
 from langmem_plugin.stores.postgres._ops import (
     get_statement,
     item_of,
@@ -88,7 +91,8 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
     """A ``BaseStore`` on Postgres: LangGraph's schema, pgvector for dense search, BM25 in SQL.
 
     Every process on the database shares it: a write is committed when ``put``/``batch`` returns,
-    and every read (and every candidate list) is a query, so another process sees it at once.
+    and every read (and every candidate list) is a query, so another process sees it at once;
+    :meth:`hold` holds writers apart across processes (advisory locks).
 
     Args:
         conn: a ``psycopg.Connection`` (autocommit) or a ``psycopg_pool.ConnectionPool``; prefer
@@ -142,6 +146,9 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         self._embedder = embedder_id(self.embeddings) if index else None
         # set by check(): the database has the embedder table and it names no embedder yet
         self._embedder_unrecorded = False
+        self._locks = AdvisoryLocks(conn, self._io_lock)
+        self._holds = Holds(object(), self._locks)
+        weakref.finalize(self, self._locks.close)
 
     # ------------------------------------------------------------------ opening
 
@@ -199,6 +206,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             yield store
         finally:
             store.stop_ttl_sweeper(timeout=1.0)
+            store._locks.close()
             made.close()
 
     def setup(self) -> None:
@@ -354,7 +362,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
         if record:
             self._record_embedder(cur)
         if writes:
-            self._lock_namespaces(cur, [op.namespace for op in winners if op.value is not None], set())
+            lock_namespaces(cur, [op.namespace for op in winners if op.value is not None], set())
             for statement, params in writes:
                 cur.executemany(statement, params)
 
@@ -422,26 +430,17 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             },
         )
 
-    @staticmethod
-    def _lock_namespaces(
-        cur: psycopg.Cursor[Any], namespaces: Iterable[tuple[str, ...]], exclusive: set[tuple[str, ...]]
-    ) -> None:
-        """Transaction-scoped advisory locks on each namespace's hash, taken in hash order (so two
-        writers never wait on each other in a circle): exclusive for the namespaces a bounded write
-        counts, shared for the others written (so no write lands between a count and its write)."""
-        wanted = sorted({namespace_text(ns) for ns in namespaces} | {namespace_text(ns) for ns in exclusive})
-        if not wanted:
-            return
-        excl = [text in {namespace_text(ns) for ns in exclusive} for text in wanted]
-        cur.execute(
-            """
-            SELECT CASE WHEN x THEN pg_advisory_xact_lock(hashtextextended(p, 0))::text
-                        ELSE pg_advisory_xact_lock_shared(hashtextextended(p, 0))::text END
-            FROM unnest(%(p)s::text[], %(x)s::bool[]) AS w(p, x)
-            ORDER BY hashtextextended(w.p, 0), w.x DESC
-            """,
-            {"p": wanted, "x": excl},
-        )
+    # ------------------------------------------------------------------ holds
+
+    def hold(self, keys: Collection[str], *, wait: bool = True) -> Held | None:
+        """Hold ``keys`` against every other holder on this database's store table, in any process
+        (the services' read-modify-writes and document changes), until the returned ``Held`` is
+        released; ``wait=False``: all now or None. Session advisory locks (``_hold``)."""
+        return self._holds.hold(keys, wait=wait)
+
+    async def ahold(self, keys: Collection[str], *, wait: bool = True) -> Held | None:
+        """Async :meth:`hold` (polled: never blocks the event loop; release with ``Held.release()``)."""
+        return await self._holds.ahold(keys, wait=wait)
 
     # ------------------------------------------------------------------ TTL
 
@@ -553,7 +552,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             if record:
                 self._record_embedder(cur)
             bounded = {tuple(b.namespace) for b in write.bounds}
-            self._lock_namespaces(cur, [op.namespace for op in winners], bounded)
+            lock_namespaces(cur, [op.namespace for op in winners], bounded)
             evictions: list[PutOp] = []
             for bound in write.bounds:
                 cur.execute(
