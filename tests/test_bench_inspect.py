@@ -24,6 +24,9 @@ def test_the_command_line_runs_the_inspector_bench(capsys: pytest.CaptureFixture
     assert "| 0 rows " in rows["contains=xylophone (none)"]
     assert "candidates" in rows["search (recall explained)"]
     assert "| 1 changes, 1 exchange" in rows["one memory"]
+    assert "| 50 rows, more" in rows["sorted by priority"]
+    assert "| 50 rows, more" in rows["a thread, everything of it"]  # the user's memory from the thread
+    assert "| 50 items " in rows["export kind=fact (JSON)"]  # two facts in three, one preference
 
 
 def test_the_inspector_bench_without_the_inspect_extra_says_the_pip_line(

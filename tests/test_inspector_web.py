@@ -10,8 +10,11 @@ is set.
 
 from __future__ import annotations
 
+import html as std_html
+import json
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +25,9 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from langmem_plugin import ConfigurationError, Memory
+from langmem_plugin.core.html import BIDI_CONTROLS
 from langmem_plugin.errors import MemoryNotFoundError
+from langmem_plugin.inspector.views import json_text
 from langmem_plugin.inspector.web import CONTENT_SECURITY_POLICY, TOKEN_HEADER, inspector_app, serve
 from langmem_plugin.surfaces.inspector import Inspector
 from tests.browser import browser, screenshot, serve_asgi  # noqa: F401  (a fixture)
@@ -226,6 +231,84 @@ def test_serve_refuses_a_host_that_is_not_loopback(reader: Inspector) -> None:
         serve(reader, host="0.0.0.0")
     with pytest.raises(ConfigurationError, match="port"):
         serve(reader, port=70000)
+
+
+# -- JSON, export and namespaces ----------------------------------------------------------------
+
+HIDDEN = "a\u202eb\u2066c\x1b[2J\u200bd\U000e0041\u2028é日本\ud800"
+
+
+def test_json_text_shows_every_invisible_character_as_an_escape_and_reads_back() -> None:
+    value = {"k\u202e": [HIDDEN, 1.5, None, {"nested": HIDDEN}]}
+    text = json_text(value)
+    assert json.loads(text) == value
+    assert not [c for c in text if unicodedata.category(c) in {"Cc", "Cf", "Cs", "Zl", "Zp"} and c != "\n"]
+    assert "é日本" in text  # letters stay as they are
+    assert "\\u202e" in text
+    assert "\\udb40\\udc41" in text  # an astral character as its UTF-16 pair
+
+
+def test_a_namespace_with_any_label_is_browsed_and_exported_exactly(
+    memory: Memory, client: TestClient
+) -> None:
+    labels = ("memories", "odd", "a/b\u202e", "%2F ?#&")
+    stored = HIDDEN.replace("\ud800", "")  # a store takes valid Unicode text only
+    memory.store.put(labels, "k/1\u2066", {"content": stored, "n": 1})
+    root = client.get("/namespaces")
+    assert root.status_code == 200
+    assert 'href="/namespaces?prefix=memories"' in root.text
+    odd = client.get("/namespaces", params={"prefix": "memories/odd"})
+    child = re.search(r'<li><a href="(/namespaces\?prefix=[^"]+)"><bdi>a/b\\u202e</bdi></a>', odd.text)
+    assert child, odd.text[-2000:]
+    page = client.get(std_html.unescape(child.group(1)))
+    assert page.status_code == 200
+    for body in (odd.text, page.text):
+        assert not BIDI_CONTROLS & set(body.split("</title>", 1)[1])  # revealed, never raw
+    deeper = re.search(r'<li><a href="(/namespaces\?prefix=[^"]+)"><bdi>%2F \?#&amp;</bdi></a>', page.text)
+    assert deeper
+    exported = client.get(std_html.unescape(deeper.group(1)) + "&format=json")
+    assert exported.status_code == 200
+    assert not BIDI_CONTROLS & set(exported.text)
+    (item,) = exported.json()["items"]
+    assert (tuple(item["namespace"]), item["key"], item["value"]) == (
+        labels,
+        "k/1\u2066",
+        {"content": stored, "n": 1},
+    )
+    memory.store.delete(labels, "k/1\u2066")
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/users/u1?format=xml", "format is 'html' or 'json'"),
+        ("/users/u1?sort=priority%00", "control character"),
+        ("/users/u1?sort=size", "sort is one of"),
+        ("/namespaces?prefix=memories//user", "prefix holds an empty label"),
+        ("/namespaces?format=json", "format=json exports one namespace"),
+    ],
+)
+def test_a_format_sort_or_prefix_the_page_cannot_take_is_a_400(
+    client: TestClient, path: str, says: str
+) -> None:
+    answer = client.get(path)
+    assert answer.status_code == 400
+    assert says in std_html.unescape(_message(answer.text))
+
+
+def test_an_export_holds_the_view_as_stored(client: TestClient, memory: Memory) -> None:
+    answer = client.get("/users/u1", params={"format": "json", "contains": "lisbon"})
+    assert answer.headers["content-disposition"] == 'attachment; filename="user-memories.json"'
+    document = answer.json()
+    assert document["filters"] == {"contains": "lisbon"}
+    (item,) = document["items"]
+    stored = memory.store.get(("memories", "user", "u1"), item["key"])
+    assert stored is not None
+    assert item["value"] == stored.value
+    thread = client.get("/threads/t2", params={"format": "json"}).json()
+    assert [i["value"]["content"] for i in thread["items"]] == [
+        "User: Book a table for two\nAssistant: Done."
+    ]
 
 
 # -- changing ---------------------------------------------------------------------------------

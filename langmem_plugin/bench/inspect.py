@@ -18,10 +18,12 @@ The build is timed (embedding, writing, the final ``optimize()``).
 Then every page is requested through Starlette's ``TestClient`` (in process: no network), once
 timed apart (``first``: the store's caches cold), then ``repeat`` times (p50 and p95): the
 catalog, the first page of the user's memories, a page half-way down, a page filtered by kind, a
-text filter by a word in few memories and by one in none (both read the inspector's bound of
-items), recall explained for a question, and one memory's page (its history and the exchange it
-came from). Beside each, the same call on the :class:`~langmem_plugin.surfaces.inspector.Inspector`
-alone (no HTTP, no template), so what the page adds is visible.
+page sorted by priority, a text filter by a word in few memories and by one in none (the sort and
+the filters read the inspector's bound of items), recall explained for a question, the page of a
+thread (the exchanges and facts of the user's memory from it), the export of the user's facts as
+JSON, and one memory's page (its history and the exchange it came from). Beside each, the same
+call on the :class:`~langmem_plugin.surfaces.inspector.Inspector` alone (no HTTP, no template),
+so what the page adds is visible.
 
 Needs the ``inspect`` extra (``pip install 'langmem-plugin[inspect]'``); checked before the build.
 """
@@ -315,6 +317,7 @@ def _cases(inspector: Inspector, items: int, memory_id: str) -> list[_Case]:
 
     base = f"/users/{USER}"
     deep = items // 2
+    thread = f"thread-{len(_shares(items)) // 2:04d}"
     return [
         _Case(
             "catalog",
@@ -325,6 +328,7 @@ def _cases(inspector: Inspector, items: int, memory_id: str) -> list[_Case]:
         _Case("memories, first page", base, page(), rows),
         _Case(f"memories, offset {deep:,}", f"{base}?offset={deep}", page(offset=deep), rows),
         _Case("kind=fact", f"{base}?kind=fact", page(kind="fact"), rows),
+        _Case("sorted by priority", f"{base}?sort=-priority", page(sort="-priority"), rows),
         _Case(f"contains={RARE} (few)", f"{base}?contains={RARE}", page(contains=RARE), rows),
         _Case(f"contains={ABSENT} (none)", f"{base}?contains={ABSENT}", page(contains=ABSENT), rows),
         _Case(
@@ -332,6 +336,18 @@ def _cases(inspector: Inspector, items: int, memory_id: str) -> list[_Case]:
             f"{base}/search?q={_QUESTION.replace(' ', '+').replace('?', '%3F')}",
             lambda: inspector.explain(_QUESTION, user_id=USER),
             lambda r: f"{len(r.considered)} candidates",  # type: ignore[attr-defined]
+        ),
+        _Case(
+            "a thread, everything of it",
+            f"/threads/{thread}",
+            lambda: inspector.page("thread", thread_id=thread),
+            rows,
+        ),
+        _Case(
+            "export kind=fact (JSON)",
+            f"{base}?kind=fact&format=json",
+            lambda: inspector.export(user_id=USER, kind="fact"),
+            lambda d: f"{d['count']:,} items" + ("" if d["complete"] else " (the newest)"),  # type: ignore[index]
         ),
         _Case(
             "one memory",

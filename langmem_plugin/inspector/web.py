@@ -72,7 +72,7 @@ from langmem_plugin.inspector.requests import (
     read_form,
     segment,
 )
-from langmem_plugin.services.inspect import MAX_PAGE, SORTS, THREAD, MemoryPage
+from langmem_plugin.services.inspect import MAX_PAGE, SCAN, SORTS, THREAD, MemoryPage
 from langmem_plugin.services.layout import Compartment
 from langmem_plugin.surfaces.inspector import Inspector
 
@@ -317,6 +317,7 @@ class _Pages:
             columns=[(*column, at(sort=_next_sort(column[0], sort))) for column in _COLUMNS],
             link=_links(owner, page),
             export=at(format="json"),
+            scan=SCAN,
             previous=at(max(0, offset - limit)) if offset else None,
             following=at(offset + limit) if page.more else None,
         )

@@ -100,7 +100,7 @@ def namespace_steps(prefix: Any = (), *, offset: int = 0, limit: int = 50) -> St
 
 
 def namespace_export_steps(prefix: Any) -> StoreSteps[dict[str, Any]]:
-    """Every item stored under ``prefix`` (at most 20,000: ``complete`` says whether that was all),
+    """Every item stored under ``prefix`` (at most :data:`SCAN`: ``complete`` says whether that was all),
     as one JSON-able document."""
     labels = check_prefix(prefix)
     if not labels:

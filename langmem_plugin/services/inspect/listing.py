@@ -35,7 +35,7 @@ class MemoryPage:
         filters: the filters that made it (``kind``, ``category``, ``contains``).
         sort: the column it is sorted by (``-`` in front: from the largest), or ``None``.
         complete: whether the whole view was read (``False``: a filter or a sort saw the newest
-            20,000 items of a namespace that holds more).
+            :data:`~langmem_plugin.services.inspect.SCAN` items of a namespace that holds more).
         namespaces: every namespace the rows come from.
         users: for a thread, each user who spoke in it and that user's namespace.
     """
@@ -131,8 +131,8 @@ def page_steps(
     whose content holds it, case-insensitive; ``sort`` names a column
     (:data:`~langmem_plugin.services.inspect.SORTS`, a ``-`` in front for the largest first).
     Without a sort, memories come in the store's order (its newest change first). A text filter,
-    a sort and the thread view read at most 20,000 items of each namespace (``complete`` says
-    whether that was all).
+    a sort and the thread view read at most :data:`~langmem_plugin.services.inspect.SCAN` items
+    of each namespace (``complete`` says whether that was all).
 
     Raises:
         ConfigurationError: a bad offset, limit, filter or sort.
@@ -182,7 +182,8 @@ def export_steps(
 ) -> StoreSteps[dict[str, Any]]:
     """The whole view :func:`page_steps` pages through, as one JSON-able document: the view, its
     filters and sort, and every memory as stored (``items``: namespace, key, timestamps, value),
-    at most 20,000 per namespace (``complete`` says whether that was all)."""
+    at most :data:`~langmem_plugin.services.inspect.SCAN` per namespace (``complete`` says whether
+    that was all)."""
     order = parse_sort(sort)
     view = _view(compartment, scope)
     store_filter, filters, needle = _filters(kind, category, contains)
