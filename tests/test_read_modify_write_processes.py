@@ -36,7 +36,14 @@ from langgraph.store.base import BaseStore
 from langmem_plugin.core.record import MemoryRecord, exchange_link
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import InvalidRecordError
-from langmem_plugin.services import MemoryLayout, add_documents, execute, save_steps, update_steps
+from langmem_plugin.services import (
+    MemoryLayout,
+    add_documents,
+    aexecute,
+    execute,
+    save_steps,
+    update_steps,
+)
 from langmem_plugin.services.knowledge.versions import STEPS_NAMESPACE, source_id, source_key
 from langmem_plugin.services.store_steps import READ_MODIFY_WRITE, HoldingStore, StoreSteps
 from langmem_plugin.services.upkeep import link_memories_steps
@@ -126,7 +133,11 @@ def _linker(where: str, child: int, memory_id: str, trials: int, barrier: Barrie
         for n in range(ROUNDS):
             if child == 0 and n == ROUNDS // 2:
                 execute(store, update_steps(SCOPE, LAYOUT, memory_id, content="Prefers coffee"))
-            execute(store, _link(exchange_link("t1", f"ep-{child}-{n}"), memory_id))
+            steps = _link(exchange_link("t1", f"ep-{child}-{n}"), memory_id)
+            if n % 2:
+                asyncio.run(aexecute(store, steps))  # the async path holds alike
+            else:
+                execute(store, steps)
 
     with opened(where) as store:
         assert isinstance(store, HoldingStore)
@@ -251,6 +262,8 @@ def test_a_key_held_in_another_process_waits_until_given_back_or_its_holder_dies
             assert other_key is not None  # another source: no wait
             other_key.release()
             _elsewhere_is_not_held(where, tmp_path)
+            if where.startswith("postgresql:"):
+                _a_pool_is_held_too(where)
             asyncio.run(_waits_until_given_back(store, give_back))
             assert store.hold([READ_MODIFY_WRITE, SOURCE], wait=False) is None  # all or nothing
             assert store.hold([READ_MODIFY_WRITE], wait=False) is not None  # ... so that one is free
@@ -279,6 +292,20 @@ def _taken_within(store: HoldingStore, key: str, seconds: float) -> Any:
         time.sleep(0.05)
     assert taken is not None
     return taken
+
+
+def _a_pool_is_held_too(url: str) -> None:
+    """A store over a pool of one connection: held by the child too, and its hold takes a connection
+    of its own (the pool's one stays free for the batches run while held)."""
+    from langmem_plugin.stores.postgres import PostgresMemoryStore
+
+    with PostgresMemoryStore.from_conn_string(url, pool_config={"min_size": 1, "max_size": 1}) as pooled:
+        assert pooled.hold([READ_MODIFY_WRITE], wait=False) is None
+        other = pooled.hold([source_key(KNOWLEDGE, source_id("other.md"))], wait=False)
+        assert other is not None
+        pooled.put(("pooled",), "k", {"v": 1})
+        assert pooled.get(("pooled",), "k") is not None
+        other.release()
 
 
 def _elsewhere_is_not_held(where: str, tmp_path: Path) -> None:
