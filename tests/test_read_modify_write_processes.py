@@ -35,7 +35,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.record import MemoryRecord, exchange_link
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.errors import InvalidRecordError
+from langmem_plugin.errors import ConfigurationError, InvalidRecordError
 from langmem_plugin.services import (
     MemoryLayout,
     add_documents,
@@ -331,3 +331,18 @@ def _elsewhere_is_not_held(where: str, tmp_path: Path) -> None:
             taken = other.hold([READ_MODIFY_WRITE], wait=False)
     assert taken is not None
     taken.release()
+
+
+def test_a_hold_given_a_bare_key_says_how_to_pass_it(tmp_path: Path) -> None:
+    with CheckpointerStore.from_sqlite(tmp_path / "memory.db") as store:
+        with pytest.raises(ConfigurationError, match=r"store\.hold\(\['docs:a\.md'\]\)"):
+            store.hold("docs:a.md")
+        with pytest.raises(ConfigurationError, match="must be a str"):
+            store.hold([b"docs:a.md"])  # type: ignore[list-item]
+        held = store.hold(["docs:a.md"])  # nothing was left taken by the refusals
+        assert held is not None
+        held.release()
+        held.release()  # twice: no error, nothing given back twice
+        again = store.hold(["docs:a.md"], wait=False)
+        assert again is not None
+        again.release()

@@ -15,7 +15,9 @@ This module is what those stores share; each gives its own :class:`CrossLocks`:
   connection, never trips a kernel's deadlock detection over locks its threads hold, and a
   cancelled coroutine leaves nothing taken behind it.
 
-The keys of one call are taken in token order, the earlier ones kept while a later one is
+On Postgres a try and a release are each one short statement, run on the caller's thread (the
+event loop's, from async code), as the release at the end of a run must be callable from sync
+code. The keys of one call are taken in token order, the earlier ones kept while a later one is
 waited for, so two callers never wait for each other in a circle. ``wait=False`` takes every key
 now or none. :meth:`Held.release` never waits for another holder, so it may be called from sync
 code that ends an async run. A process that dies releases its locks with it (the file is closed,
@@ -30,6 +32,8 @@ import threading
 import time
 from collections.abc import Generator, Hashable, Iterable
 from typing import Any, Protocol
+
+from langmem_plugin.errors import ConfigurationError
 
 __all__ = ["CrossLocks", "Held", "Holds", "token_of"]
 
@@ -132,7 +136,7 @@ class Holds:
     def _taking(self, held: Held, keys: Iterable[str], *, wait: bool) -> Generator[float, Any, None]:
         """Take each key in token order: yields the seconds to wait before trying again."""
         delay = _FIRST_WAIT
-        for token in sorted({token_of(key) for key in keys}):
+        for token in sorted({token_of(key) for key in _checked(keys)}):
             while not self._try(held, token):
                 if not wait:
                     held.release()
@@ -167,3 +171,19 @@ class Holds:
         with _owners_lock:
             if _owners.get((self.place, token)) is held:
                 del _owners[(self.place, token)]
+
+
+def _checked(keys: Iterable[str]) -> list[str]:
+    """``keys`` as a list, or the :class:`ConfigurationError` that names the bad one."""
+    if isinstance(keys, str | bytes):
+        raise ConfigurationError(
+            f"hold() takes a collection of keys, got the single {type(keys).__name__} {keys!r} "
+            f"(its characters would each be a key). Fix: store.hold([{keys!r}])."
+        )
+    out = list(keys)
+    for key in out:
+        if not isinstance(key, str):
+            raise ConfigurationError(
+                f"a hold's key must be a str, got {key!r}. Fix: name what is held, e.g. 'docs:a.md'."
+            )
+    return out
