@@ -266,7 +266,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseSt
 
 def _results_memory(store: BaseStore) -> Memory:
     results = ResultsConfig(full_tokens=8000, keep_calls=1, compact_above_tokens=None)
-    return Memory(store, tokenizer_model="gpt-4o-mini", context=ContextConfig(results=results))
+    return Memory(store, tokenizer_model="gpt-4o-mini", context=ContextConfig(results=results), tools="full")
 
 
 def _fetch(memory: Memory, user: str, thread: str, *, then: list[Any] | None = None) -> dict[str, Any]:

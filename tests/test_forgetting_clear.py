@@ -57,7 +57,7 @@ def _said_and_saved(memory: Memory, script: list[Any]) -> Any:
 
 def test_clear_memory_removes_the_exchanges_of_what_it_clears_first_and_says_so() -> None:
     store = _Recording()
-    memory = Memory(store, recall=RecallConfig(min_relevance=None))
+    memory = Memory(store, recall=RecallConfig(min_relevance=None), tools="full")
     graph = _said_and_saved(
         memory,
         [

@@ -54,7 +54,7 @@ class Agent:
     """A real graph (recall, model, ToolNode, remember) whose model is scripted turn by turn."""
 
     def __init__(self, store: BaseStore) -> None:
-        self.memory = Memory(store, recall=RecallConfig(min_relevance=None))
+        self.memory = Memory(store, recall=RecallConfig(min_relevance=None), tools="full")
         self.model = ScriptedChatModel([])
         builder = StateGraph(MemoryState)
         self.memory.add_to(builder, self.model)

@@ -90,7 +90,7 @@ def test_save_update_delete_through_the_agent_graph_are_in_history() -> None:
 
 def _tool_graph(store: InMemoryStore) -> Any:
     builder = StateGraph(MessagesState)
-    builder.add_node("tools", ToolNode(create_memory_tools()))
+    builder.add_node("tools", ToolNode(create_memory_tools(include="full")))
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
     return builder.compile(store=store)

@@ -357,7 +357,7 @@ def untouched(
 
 
 def _memory(store: BaseStore) -> tuple[Memory, dict[str, BaseTool]]:
-    memory = Memory(store=store, recall=RECALL, tokenizer_model="gpt-4o-mini")
+    memory = Memory(store=store, recall=RECALL, tokenizer_model="gpt-4o-mini", tools="full")
     return memory, {t.name: t for t in memory.tools}
 
 
@@ -473,7 +473,7 @@ SPELLINGS = [("sam", " sam"), ("sam", "Sam"), ("sam", "SAM"), ("é", "e\u0301"),
 @pytest.mark.parametrize(("owner", "other"), SPELLINGS, ids=[f"{a!a}-{b!a}" for a, b in SPELLINGS])
 def test_a_graph_run_keeps_two_spellings_apart(shared: BaseStore, owner: str, other: str) -> None:
     token = f"secret{next(_tokens)}"
-    memory = Memory(store=shared, recall=RECALL, tokenizer_model="gpt-4o-mini")
+    memory = Memory(store=shared, recall=RECALL, tokenizer_model="gpt-4o-mini", tools="full")
     model = ScriptedChatModel(
         [
             tool_call("save_memory", content=f"the {token} code"),
@@ -514,7 +514,7 @@ HOSTILE = ["", "sam\x00", "a.b", "sam\n", "\ud800", "\x85", 1, 1.0, True, uuid.U
 def test_a_graph_run_with_a_hostile_id_stops_before_the_model_and_the_store(
     untouched: BaseStore, value: Any, where: str
 ) -> None:
-    memory = Memory(store=untouched, recall=RECALL, tokenizer_model="gpt-4o-mini")
+    memory = Memory(store=untouched, recall=RECALL, tokenizer_model="gpt-4o-mini", tools="full")
     model = ScriptedChatModel([tool_call("save_memory", content="x"), "done"])
     builder = StateGraph(MemoryState)
     memory.add_to(builder, model)

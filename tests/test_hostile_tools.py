@@ -75,7 +75,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]
 
 def _graph(store: BaseStore, tools: list[BaseTool] | None = None) -> Any:
     builder = StateGraph(MessagesState)
-    builder.add_node("tools", ToolNode(tools or create_memory_tools()))
+    builder.add_node("tools", ToolNode(tools or create_memory_tools(include="full")))
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
     return builder.compile(store=store)

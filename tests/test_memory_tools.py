@@ -45,7 +45,7 @@ def _results(out: dict[str, Any]) -> list[ToolMessage]:
 
 
 def test_tools_bind_to_a_chat_model_as_they_are() -> None:
-    tools = create_memory_tools()
+    tools = create_memory_tools(include="full")
     assert [t.name for t in tools] == list(MEMORY_TOOL_NAMES)
     bound = ChatOpenAI(model="gpt-4o-mini", api_key="sk-test").bind_tools(tools)  # type: ignore[arg-type]
     schemas = bound.kwargs["tools"]  # type: ignore[attr-defined]
@@ -76,7 +76,7 @@ def test_factory_is_configurable() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_tools_in_a_tool_node_use_the_graphs_store(mode: str, store: InMemoryStore) -> None:
-    graph = _tool_graph(create_memory_tools(), store)
+    graph = _tool_graph(create_memory_tools(include="full"), store)
     save = _calls(("save_memory", {"content": "Prefers green tea", "category": "preferences/drinks"}))
     inputs = {"messages": [save]}
     out = graph.invoke(inputs, ALICE) if mode == "sync" else await graph.ainvoke(inputs, ALICE)
@@ -104,7 +104,7 @@ async def test_tools_in_a_tool_node_use_the_graphs_store(mode: str, store: InMem
 
 
 def test_model_fixable_errors_come_back_as_tool_errors(store: InMemoryStore) -> None:
-    graph = _tool_graph(create_memory_tools(store=store), None)
+    graph = _tool_graph(create_memory_tools(store=store, include="full"), None)
     bad = _calls(
         ("save_memory", {"content": ""}),
         ("save_memory", {"content": "x", "category": "a//b"}),
@@ -128,12 +128,12 @@ def test_model_fixable_errors_come_back_as_tool_errors(store: InMemoryStore) -> 
 
 
 def test_configuration_errors_propagate(store: InMemoryStore) -> None:
-    graph = _tool_graph(create_memory_tools(store=store), None)
+    graph = _tool_graph(create_memory_tools(store=store, include="full"), None)
     with pytest.raises(ScopeError, match="user_id"):
         graph.invoke(
             {"messages": [_calls(("save_memory", {"content": "x"}))]}, {"configurable": {"thread_id": "t"}}
         )
-    no_store = _tool_graph(create_memory_tools(), None)
+    no_store = _tool_graph(create_memory_tools(include="full"), None)
     with pytest.raises(ConfigurationError, match="has no store"):
         no_store.invoke({"messages": [_calls(("list_categories", {}))]}, ALICE)
 
@@ -144,7 +144,7 @@ def test_no_tool_argument_reaches_another_users_memory(store: InMemoryStore) -> 
 
     bob = Scope(user_id="bob", thread_id="tbob")
     secret = execute(store, save_steps(bob, layout, "bob's bank PIN is 1234", category="secrets"))
-    graph = _tool_graph(create_memory_tools(store=store), None)
+    graph = _tool_graph(create_memory_tools(store=store, include="full"), None)
     attack = _calls(
         ("save_memory", {"content": "planted", "user_id": "bob", "namespace": list(BOB_NS), "config": ALICE}),
         ("search_memory", {"query": "bank PIN", "user_id": "bob", "category": "../bob"}),

@@ -54,7 +54,7 @@ SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 @pytest.fixture(scope="module")
 def memory() -> Iterator[Memory]:
     """``Memory()`` on its default store (embedded Qdrant) holding three of Sam's memories."""
-    with Memory(embeddings=FakeEmbeddings()) as memory:
+    with Memory(embeddings=FakeEmbeddings(), tools="full") as memory:
         save = _tool(memory, "save_memory")
         for content in ("Sam drinks green tea", "Sam runs marathons", "Sam works on rockbot"):
             save.invoke({"content": content}, CONFIG)
@@ -452,7 +452,7 @@ def test_plan_and_run_note_tools_refuse_unknown_arguments_and_change_nothing(
 ) -> None:
     from langmem_plugin import MemoryState
 
-    with Memory(InMemoryStore(), embeddings=FakeEmbeddings(), plan=True) as memory:
+    with Memory(InMemoryStore(), embeddings=FakeEmbeddings(), plan=True, tools="full") as memory:
         builder = StateGraph(MemoryState)
         builder.add_node("tools", ToolNode(memory.tools))
         builder.add_edge(START, "tools")

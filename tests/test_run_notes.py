@@ -48,7 +48,7 @@ def _system(call: list[Any]) -> str:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_parallel_notes_all_stick_are_seen_next_call_and_are_cleared_at_the_end(mode: str) -> None:
-    memory = Memory(InMemoryStore())
+    memory = Memory(InMemoryStore(), tools=["lean", "add_run_note"])
     try:
         assert "add_run_note" in [t.name for t in memory.tools]
         out, model = _run(
@@ -70,7 +70,7 @@ def test_parallel_notes_all_stick_are_seen_next_call_and_are_cleared_at_the_end(
 
 def test_run_memory_full_is_refused_in_the_answer_and_the_tool_can_be_left_out() -> None:
     layout = MemoryLayout(limits={"run": CompartmentLimits(max_items=2, max_chars=50)})
-    memory = Memory(InMemoryStore(), layout=layout)
+    memory = Memory(InMemoryStore(), layout=layout, tools=["lean", "add_run_note"])
     try:
         out, _ = _run(memory, [_calls("one", "two", "three", "x" * 51), "done"])
     finally:

@@ -155,6 +155,16 @@ def _run_bench(args: argparse.Namespace) -> int:
         )
         print(run_startup_bench(runs=args.runs).table())
         return 0
+    if args.bench == "tools":
+        from langmem_plugin.bench.tools import run_tools_bench
+
+        print(
+            f"langmem-plugin {__version__} — tool schema tokens ({args.model}'s tokenizer), and a thread of "
+            f"{args.turns} turns with memory (window {args.window} turns, and the default) and without"
+        )
+        costs = run_tools_bench(turns=args.turns, window=args.window, model=args.model, progress=print)
+        print(costs.report())
+        return 0
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
@@ -297,6 +307,18 @@ def _add_benchmarks(benches: Any) -> None:
         "startup", help="seconds to import langmem_plugin and to print --help, in fresh processes"
     )
     startup.add_argument("--runs", type=_count(1), default=7, help="fresh processes per row (default 7)")
+    tools = benches.add_parser(
+        "tools",
+        help="schema tokens of the memory tools per tool and set, beside langmem's two tools, and the "
+        "turn of a thread from which memory sends fewer tokens (needs langmem-plugin[bench])",
+    )
+    tools.add_argument("--turns", type=_count(1), default=30, help="turns of the thread (default 30)")
+    tools.add_argument(
+        "--window", type=_count(1), default=4, help="turns the window keeps with memory (default 4)"
+    )
+    tools.add_argument(
+        "--model", default="gpt-4o-mini", help="the model whose tokenizer counts (default gpt-4o-mini)"
+    )
     inspect = benches.add_parser(
         "inspect",
         help="the inspector's web page over one user's memories: catalog, pages, filters, search, "

@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
+from langchain_core.tools.base import ArgsSchema
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -25,7 +26,14 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.layout import aroom_held, room_held
 from langmem_plugin.services.store_steps import StoreSteps, aexecute, execute
 
-__all__ = ["StepsBuilder", "sent_arguments", "store_tool", "strict_schema", "validation_message"]
+__all__ = [
+    "StepsBuilder",
+    "plain_schema",
+    "sent_arguments",
+    "store_tool",
+    "strict_schema",
+    "validation_message",
+]
 
 #: Store steps for one call: from the run's scope and the call's (validated) arguments.
 StepsBuilder = Callable[[Scope, dict[str, Any]], StoreSteps[Any]]
@@ -63,6 +71,28 @@ def strict_schema(schema: type[BaseModel]) -> type[BaseModel]:
     return type(schema.__name__, (schema,), {"model_config": config, "__doc__": schema.__doc__})
 
 
+def _plain(schema: dict[str, Any]) -> None:
+    """What costs the model tokens and tells it nothing, taken out of an args schema: an optional
+    argument's ``anyOf: [T, null]`` becomes ``T`` and its ``default: null`` goes (an argument left
+    out says the same), and so does ``additionalProperties: false`` (an argument the tool does not
+    take is refused by the strict schema, with a message naming the ones it takes)."""
+    schema.pop("additionalProperties", None)
+    for field in schema.get("properties", {}).values():
+        alternatives = field.get("anyOf")
+        if isinstance(alternatives, list) and len(alternatives) == 2 and {"type": "null"} in alternatives:
+            del field["anyOf"]
+            field.update(next(a for a in alternatives if a != {"type": "null"}))
+        if "default" in field and field["default"] is None:
+            del field["default"]
+
+
+def plain_schema(schema: type[BaseModel]) -> type[BaseModel]:
+    """``schema`` shown to the model plainly (see :func:`_plain`); it validates as before, so a
+    ``null`` the model sends for an optional argument is still taken as leaving it out."""
+    config = ConfigDict(**{**schema.model_config, "json_schema_extra": _plain})
+    return type(schema.__name__, (schema,), {"model_config": config, "__doc__": schema.__doc__})
+
+
 def sent_arguments(messages: Any, call_id: str) -> dict[str, Any] | None:
     """The arguments of tool call ``call_id`` as the model sent them (the newest model message
     that made it), for a tool whose runtime is injected and whose schema therefore cannot be
@@ -78,8 +108,15 @@ def sent_arguments(messages: Any, call_id: str) -> dict[str, Any] | None:
 
 
 class _StrictTool(StructuredTool):
-    """A ``StructuredTool`` that refuses arguments to a tool that takes none: LangChain skips the
-    schema of a tool without fields and drops whatever the call passed."""
+    """A ``StructuredTool`` that refuses arguments to a tool that takes none (LangChain skips the
+    schema of a tool without fields and drops whatever the call passed), and whose schema for the
+    model is its args schema as :func:`plain_schema` shows it (LangChain would rebuild it from the
+    fields, without the schema's config)."""
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        schema = self.args_schema
+        return schema if schema is not None else super().tool_call_schema
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -120,7 +157,7 @@ def store_tool(
             artifact). The memory tools say there which memories a call changed.
     """
     fields = set(schema.model_fields)
-    schema = strict_schema(schema)
+    schema = plain_schema(strict_schema(schema))
 
     def prepare(config: RunnableConfig, kwargs: dict[str, Any]) -> tuple[BaseStore, StoreSteps[Any], Any]:
         scope, store = resolve(config)

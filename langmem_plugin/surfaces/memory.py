@@ -72,7 +72,7 @@ from langmem_plugin.surfaces.nodes import ModelNode, RecallNode, RememberNode, a
 from langmem_plugin.surfaces.plan_tools import create_plan_tools
 from langmem_plugin.surfaces.result_tools import create_result_tools
 from langmem_plugin.surfaces.run_tools import create_run_tools
-from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
+from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools, tool_names
 from langmem_plugin.surfaces.wrap import MemoryModel
 
 if TYPE_CHECKING:
@@ -91,22 +91,40 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+#: The tools ``Memory(tools=...)`` chooses from: the memory tools and the run note.
+MEMORY_TOOLS = (*MEMORY_TOOL_NAMES, RUN_NOTE_TOOL)
+
+
 @dataclass(frozen=True)
 class ToolsConfig:
     """Which memory tools :attr:`Memory.tools` has, and how the model sees them.
 
     Attributes:
-        include: the tools, by default name (see ``MEMORY_TOOL_NAMES``), and ``"add_run_note"``
-            (:mod:`~langmem_plugin.surfaces.run_tools`: a note for the rest of the run).
+        include: ``"lean"`` (the default: ``save_memory``, ``search_memory``, ``get_memory``,
+            ``update_memory``, ``delete_memory``), ``"full"`` (every tool: the others of
+            ``MEMORY_TOOL_NAMES``, the destructive ``clear_memory`` and ``forget_memories`` among
+            them, and ``"add_run_note"``, a note for the rest of the run), tool names, or both:
+            ``("lean", "clear_memory")``. Checked when the config is made.
         names: rename tools: ``{"save_memory": "remember_fact"}``.
         instructions: text added to each tool's description (house rules for the model).
         compartments: the compartments the tools may read and write.
+
+    Raises:
+        ConfigurationError: an unknown tool or set name in ``include``.
     """
 
-    include: tuple[str, ...] = (*MEMORY_TOOL_NAMES, RUN_NOTE_TOOL)
+    include: str | Sequence[str] = "lean"
     names: Mapping[str, str] = field(default_factory=dict)
     instructions: str | None = None
     compartments: tuple[Compartment | str, ...] = (Compartment.USER, Compartment.SESSION)
+
+    def __post_init__(self) -> None:
+        _ = self.selected  # an unknown name raises now, not at the first memory.tools
+
+    @property
+    def selected(self) -> tuple[str, ...]:
+        """The tools ``include`` selects, by default name, in order."""
+        return tool_names(self.include, known=MEMORY_TOOLS, where="Memory(tools=...)")
 
 
 def scores_are_similarities(store: BaseStore) -> bool:
@@ -156,8 +174,11 @@ class Memory(DocumentMethods, InspectingMethods):
             stored in the thread's results compartment, shown in full once, then as a citation;
             :attr:`tools` gains ``retrieve_result`` and ``query_results``; off by default);
             ``keys``, the graph state key names.
-        tools: which memory tools :attr:`tools` has: tool names, or a :class:`ToolsConfig`
-            (renames, instructions, compartments).
+        tools: which memory tools :attr:`tools` has: ``"lean"`` (the default: save, search, read,
+            update and delete one memory), ``"full"`` (every tool, the destructive
+            ``clear_memory`` and ``forget_memories`` among them), tool names or both
+            (``["lean", "clear_memory"]``), or a :class:`ToolsConfig` (renames, instructions,
+            compartments) — see docs/tools.md.
         plan: plan mode: ``True`` (or a :class:`~langmem_plugin.services.plan.state.PlanConfig`) adds
             the plan tools to :attr:`tools`; the plan in state (``MemoryState``'s ``plan`` key)
             is rendered into the system prompt at every model call, and a completed plan is
@@ -191,7 +212,7 @@ class Memory(DocumentMethods, InspectingMethods):
         context: ContextConfig | None = None,
         plan: bool | PlanConfig = False,
         extraction: ExtractionConfig | None = None,
-        tools: ToolsConfig | Iterable[str] = (*MEMORY_TOOL_NAMES, RUN_NOTE_TOOL),
+        tools: ToolsConfig | str | Sequence[str] = "lean",
         tokenizer_model: str | None = None,
         **renamed: Any,
     ) -> None:
@@ -243,7 +264,7 @@ class Memory(DocumentMethods, InspectingMethods):
             if self.recall_config.retrieval
             else None
         )
-        self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tuple(tools))
+        self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tools)
 
     def _extraction_config(self, extraction: ExtractionConfig | None) -> ExtractionConfig:
         config = extraction or ExtractionConfig()
@@ -280,7 +301,7 @@ class Memory(DocumentMethods, InspectingMethods):
         ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``,
         ``create_agent(model, tools=memory.tools, ...)``."""
         tools = self._memory_tools(self.tools_config)
-        if RUN_NOTE_TOOL in self.tools_config.include:
+        if RUN_NOTE_TOOL in self.tools_config.selected:
             tools += create_run_tools(layout=self.layout, keys=self.keys)
         tools += self._result_tools()
         if self.plan_config is not None:
@@ -297,7 +318,7 @@ class Memory(DocumentMethods, InspectingMethods):
         return create_memory_tools(
             store=self.store,
             layout=self.layout,
-            include=[name for name in config.include if name != RUN_NOTE_TOOL],
+            include=[name for name in config.selected if name != RUN_NOTE_TOOL],
             names=config.names,
             instructions=config.instructions,
             compartments=config.compartments,

@@ -20,6 +20,7 @@ to do; configuration errors (no store, no ``user_id`` in the config) raise.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore, SearchOp
-from pydantic import BaseModel, Field, StrictBool, StrictInt
+from pydantic import BaseModel, Field, StrictBool, StrictInt, create_model
 
 from langmem_plugin.core.record import MemoryRecord, memory_artifact
 from langmem_plugin.core.scope import Scope
@@ -41,6 +42,7 @@ from langmem_plugin.errors import (
     InvalidValueError,
     MemoryLimitError,
     MemoryNotFoundError,
+    shown,
 )
 from langmem_plugin.services.layout import (
     STORED_COMPARTMENTS,
@@ -68,7 +70,14 @@ from langmem_plugin.services.upkeep import (
 from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 from langmem_plugin.surfaces._tooling import store_tool
 
-__all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
+__all__ = [
+    "DESTRUCTIVE_TOOL_NAMES",
+    "LEAN_TOOL_NAMES",
+    "MEMORY_TOOL_NAMES",
+    "TOOLSETS",
+    "create_memory_tools",
+    "tool_names",
+]
 
 #: Every memory tool, by its default name.
 MEMORY_TOOL_NAMES = (
@@ -82,6 +91,15 @@ MEMORY_TOOL_NAMES = (
     "forget_memories",
 )
 
+#: What a chat agent needs to save, search and correct what it knows: the default set.
+LEAN_TOOL_NAMES = ("save_memory", "search_memory", "get_memory", "update_memory", "delete_memory")
+
+#: The tools that delete more than the one memory they name: in ``"full"``, never in ``"lean"``.
+DESTRUCTIVE_TOOL_NAMES = ("clear_memory", "forget_memories")
+
+#: The named sets ``include=`` takes, beside tool names: ``"lean"`` and ``"full"`` (every tool).
+TOOLSETS = ("lean", "full")
+
 _FIXABLE = (
     CompartmentError,
     InvalidFilterError,
@@ -92,48 +110,46 @@ _FIXABLE = (
 )
 
 
+# What the model reads costs tokens on every call: each word below is there because the model
+# needs it to call the tool right (`langmem-plugin bench tools` measures them). A field whose name
+# says it all has no description.
+
+
 class SaveMemoryInput(BaseModel):
-    content: str = Field(description="The memory, one self-contained statement in plain language.")
-    category: str | None = Field(
-        default=None, description="A path such as 'preferences/food' or 'project/rockbot'."
-    )
-    tags: list[str] | None = Field(default=None, description="Free labels.")
-    metadata: dict[str, str] | None = Field(default=None, description="String key/value pairs.")
-    priority: StrictInt | None = Field(
-        default=None, description="A whole number, 1 (low) to 10 (high); default 5."
-    )
+    content: str = Field(description="One self-contained statement.")
+    category: str | None = Field(default=None, description="A path, e.g. 'preferences/food'.")
+    tags: list[str] | None = None
+    metadata: dict[str, str] | None = None
+    priority: StrictInt | None = Field(default=None, description="1 (low) to 10 (high); default 5.")
     compartment: str | None = Field(
-        default=None, description="'user' (long-term, across conversations) or 'session' (this conversation)."
+        default=None, description="'user' (all conversations) or 'session' (this one)."
     )
 
 
 class SearchMemoryInput(BaseModel):
-    query: str | None = Field(default=None, description="What to look for; omit to list the newest memories.")
-    category: str | None = Field(default=None, description="Only this category and its sub-categories.")
-    tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
-    since: str | None = Field(default=None, description="Only memories created on/after this ISO date.")
-    until: str | None = Field(default=None, description="Only memories created on/before this ISO date.")
-    limit: StrictInt = Field(default=5, description="How many to return, a whole number from 1 to 100.")
+    query: str | None = Field(default=None, description="Omit to list the newest.")
+    category: str | None = Field(default=None, description="Includes its sub-categories.")
+    tags: list[str] | None = Field(default=None, description="Memories with all of them.")
+    since: str | None = Field(default=None, description="ISO date: created on or after.")
+    until: str | None = Field(default=None, description="ISO date: created on or before.")
+    limit: StrictInt = Field(default=5, description="1 to 100.")
 
 
 class MemoryIdInput(BaseModel):
-    id: str = Field(description="The memory's id, as search_memory returns it.")
+    id: str = Field(description="As search_memory returns it.")
 
 
 class UpdateMemoryInput(BaseModel):
-    id: str = Field(description="The memory's id, as search_memory returns it.")
-    content: str | None = Field(default=None, description="The new content.")
-    category: str | None = Field(default=None, description="The new category path.")
-    tags: list[str] | None = Field(default=None, description="The new tags (replace the old ones).")
-    metadata: dict[str, str] | None = Field(default=None, description="The new metadata (replaces the old).")
-    priority: StrictInt | None = Field(default=None, description="The new priority, a whole number 1 to 10.")
+    id: str = Field(description="As search_memory returns it.")
+    content: str | None = None
+    category: str | None = None
+    tags: list[str] | None = Field(default=None, description="Replaces the old ones.")
+    metadata: dict[str, str] | None = None
+    priority: StrictInt | None = Field(default=None, description="1 to 10.")
 
 
 class ForgetMemoriesInput(BaseModel):
-    query: str = Field(
-        description="The words that name what to forget, e.g. 'half marathon': every memory and past "
-        "exchange holding all of them is removed."
-    )
+    query: str = Field(description="The words that name the subject, e.g. 'half marathon'.")
 
 
 class NoInput(BaseModel):
@@ -142,29 +158,23 @@ class NoInput(BaseModel):
 
 class ClearMemoryInput(BaseModel):
     compartment: str = Field(description="'user' or 'session'.")
-    category: str | None = Field(default=None, description="Only this category and its sub-categories.")
-    tags: list[str] | None = Field(default=None, description="Only memories with all these tags.")
-    all: StrictBool = Field(
-        default=False,
-        description="true to delete EVERY memory of the compartment; then give no category and no tags.",
-    )
+    category: str | None = Field(default=None, description="Includes its sub-categories.")
+    tags: list[str] | None = Field(default=None, description="Memories with all of them.")
+    all: StrictBool = Field(default=False, description="true: the whole compartment (no category, no tags).")
 
 
 _DESCRIPTIONS = {
-    "save_memory": "Save a new memory: a fact, preference or note worth keeping for later conversations. "
-    "Saving the exact text of a memory already saved returns that memory instead of a copy.",
-    "search_memory": "Search saved memories by meaning, category, tags or date. "
-    "Returns id, content, category and score (how well it matches the query: higher is better, "
-    "comparable only within one answer).",
+    "save_memory": "Save a fact, preference or note worth keeping for later conversations.",
+    "search_memory": "Search saved memories by meaning. Score: higher is better, comparable only "
+    "within one answer.",
     "get_memory": "Read one memory in full by its id.",
-    "update_memory": "Change a memory (by id) that is outdated or wrong; pass only the fields to change.",
-    "delete_memory": "Delete (forget) a memory by its id, with the past exchanges it was saved from.",
-    "forget_memories": "Forget everything about a subject: every memory and past exchange whose text "
-    "holds all the words of the query is removed. Reports what was removed. Irreversible.",
-    "list_categories": "List the categories of saved memories, with how many memories each holds.",
-    "clear_memory": "Delete the memories of a compartment that are in a category (and its sub-categories) "
-    "or carry all the given tags. To delete a whole compartment, call it with all=true and no category "
-    "or tags. Irreversible.",
+    "update_memory": "Correct a memory that is wrong or outdated; pass only the fields to change.",
+    "delete_memory": "Delete a memory, and the exchanges it was saved from, by its id.",
+    "forget_memories": "Forget a subject: delete every memory and past exchange holding all the words "
+    "of the query. Irreversible.",
+    "list_categories": "List the categories of saved memories, with their counts.",
+    "clear_memory": "Delete a compartment's memories in a category or with all the given tags; all=true "
+    "deletes the whole compartment. Irreversible.",
 }
 
 
@@ -389,12 +399,33 @@ _ARTIFACTS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+_WHERE = {
+    Compartment.USER: "all conversations",
+    Compartment.SESSION: "this one",
+    Compartment.KNOWLEDGE: "the agent's documents",
+}
+
+
+def _save_schema(ctx: _Context) -> type[BaseModel]:
+    """``save_memory``'s arguments, its ``compartment`` described for the compartments it may write."""
+    said = [
+        f"'{c.value}' ({_WHERE[c]}{'; default' if c == ctx.default_compartment else ''})"
+        for c in ctx.compartments
+    ]
+    listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}"
+    field = Field(default=None, description=listed[:1].upper() + listed[1:] + ".")
+    shown: type[BaseModel] = create_model(
+        "SaveMemoryInput", __base__=SaveMemoryInput, compartment=(str | None, field)
+    )
+    return shown
+
+
 def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> StructuredTool:
     schema, build, answer = _TOOLS[kind]
     return store_tool(
         name=name,
         description=description,
-        schema=schema,
+        schema=_save_schema(ctx) if kind == "save_memory" else schema,
         resolve=ctx.resolve,
         build=lambda scope, args: build(ctx, scope, args),
         answer=answer,
@@ -404,11 +435,63 @@ def _make_tool(ctx: _Context, kind: str, name: str, description: str) -> Structu
     )
 
 
+def tool_names(
+    include: str | Iterable[str],
+    *,
+    known: Sequence[str] = MEMORY_TOOL_NAMES,
+    where: str = "create_memory_tools(include=...)",
+) -> tuple[str, ...]:
+    """The tools ``include`` selects from ``known``, in the order given, each once.
+
+    ``include`` is a set's name (``"lean"``: :data:`LEAN_TOOL_NAMES`; ``"full"``: every tool of
+    ``known``), a tool's name, or a list of both: ``["lean", "clear_memory"]`` is the lean set and
+    ``clear_memory``.
+
+    Raises:
+        ConfigurationError: an entry that is neither a tool of ``known`` nor a set's name (the
+            message names it, the tools and the sets), or an entry that is not a ``str``.
+
+    >>> tool_names(["lean", "clear_memory"])
+    ('save_memory', 'search_memory', 'get_memory', 'update_memory', 'delete_memory', 'clear_memory')
+    """
+    entries: Iterable[object] = [include] if isinstance(include, str) else include
+    if not isinstance(entries, Iterable):
+        raise ConfigurationError(
+            f"{where} takes a set's name ('lean', 'full'), a tool's name or a list of them, got "
+            f"{type(include).__name__} {shown(include)}. Fix: e.g. include=['lean', 'clear_memory']."
+        )
+    chosen: list[str] = []
+    for entry in entries:
+        if entry == "lean":
+            chosen += [n for n in LEAN_TOOL_NAMES if n in known]
+        elif entry == "full":
+            chosen += known
+        elif isinstance(entry, str) and entry in known:
+            chosen.append(entry)
+        else:
+            raise ConfigurationError(_unknown_tool(entry, known, where))
+    return tuple(dict.fromkeys(chosen))
+
+
+def _unknown_tool(entry: object, known: Sequence[str], where: str) -> str:
+    if isinstance(entry, str):
+        close = difflib.get_close_matches(entry, [*known, *TOOLSETS], n=2)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        what = f"unknown memory tool {shown(entry)}.{hint}"
+    else:
+        what = f"{type(entry).__name__} {shown(entry)} is not a tool's name."
+    return (
+        f"{where}: {what} The tools are {', '.join(known)}; the sets are 'lean' "
+        f"({', '.join(n for n in LEAN_TOOL_NAMES if n in known)}) and 'full' (every tool). "
+        "Fix: name tools and sets from these, e.g. ['lean', 'clear_memory'] to add a destructive tool."
+    )
+
+
 def create_memory_tools(
     *,
     store: BaseStore | None = None,
     layout: MemoryLayout | None = None,
-    include: Iterable[str] = MEMORY_TOOL_NAMES,
+    include: str | Iterable[str] = "lean",
     names: Mapping[str, str] | None = None,
     descriptions: Mapping[str, str] | None = None,
     instructions: str | None = None,
@@ -421,7 +504,10 @@ def create_memory_tools(
     Args:
         store: the store to use; ``None`` uses the graph's store at call time.
         layout: namespace templates and limits of the compartments.
-        include: which tools, by default name (see :data:`MEMORY_TOOL_NAMES`).
+        include: which tools (see :func:`tool_names`): ``"lean"`` (the default: save, search,
+            read, update and delete one memory), ``"full"`` (every tool of :data:`MEMORY_TOOL_NAMES`,
+            the destructive ``clear_memory`` and ``forget_memories`` among them), tool names, or
+            both: ``["lean", "clear_memory"]``.
         names: rename tools: ``{"save_memory": "remember_fact"}``.
         descriptions: replace a tool's description.
         instructions: text appended to every tool's description (house rules for the model).
@@ -431,13 +517,23 @@ def create_memory_tools(
         track_access: search and get add one to each returned memory's ``access_count``.
 
     Raises:
-        ConfigurationError: an unknown tool name.
+        ConfigurationError: an unknown tool or set name (in ``include``, ``names`` or
+            ``descriptions``), or two tools renamed to one name.
         CompartmentError: an unknown compartment, or a default not in ``compartments``.
 
     >>> tools = create_memory_tools(include=["save_memory", "search_memory"], names={"save_memory": "note"})
     >>> [t.name for t in tools]
     ['note', 'search_memory']
     """
+    wanted = tool_names(include)
+    names = dict(names or {})
+    descriptions = dict(descriptions or {})
+    for given, where in ((names, "names"), (descriptions, "descriptions")):
+        for kind in given:
+            if kind not in _TOOLS:
+                raise ConfigurationError(
+                    _unknown_tool(kind, MEMORY_TOOL_NAMES, f"create_memory_tools({where}=...)")
+                )
     stored = (Compartment.USER, Compartment.SESSION, Compartment.KNOWLEDGE)
     comps = tuple(dict.fromkeys(parse_compartment(c, allowed=stored) for c in compartments))
     if not comps:
@@ -449,19 +545,9 @@ def create_memory_tools(
         default_compartment=parse_compartment(default_compartment, allowed=comps),
         track_access=track_access,
     )
-    names = dict(names or {})
-    descriptions = dict(descriptions or {})
-    wanted = list(dict.fromkeys(include))
-    unknown = [n for n in [*wanted, *names, *descriptions] if n not in _TOOLS]
-    if unknown:
-        raise ConfigurationError(f"unknown memory tool(s) {unknown}; the tools are {list(MEMORY_TOOL_NAMES)}")
     tools: list[BaseTool] = []
     for kind in wanted:
         description = descriptions.get(kind, _DESCRIPTIONS[kind])
-        if kind == "save_memory" and len(comps) > 1:
-            description += (
-                f" Compartments: {', '.join(c.value for c in comps)} (default {ctx.default_compartment})."
-            )
         if instructions:
             description = f"{description}\n{instructions}"
         tools.append(_make_tool(ctx, kind, names.get(kind, kind), description))
