@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_plugin import Memory
 from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.remember.history_import import history_episodes
+from langmem_plugin.services.remember.history_input import read_history
 from tests.counting_stores import STORE_KINDS, counting, opened_store
 from tests.history_strategies import (
     Unprintable,
@@ -140,12 +142,21 @@ def test_valid_histories_of_every_shape_still_import(shared: BaseStore) -> None:
                 history = data.draw(st.lists(valid_messages(per), max_size=6))
             how = data.draw(st.sampled_from(["list", "tuple", "iterator"]))
             config = _config()
-            report = memory.import_history(as_container(history, how), config, per=per)  # type: ignore[arg-type]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                report = memory.import_history(as_container(history, how), config, per=per)  # type: ignore[arg-type]
             assert report.turns == len(history_episodes(history, per=per))  # type: ignore[arg-type]
             assert report.failed == 0
+            said = sum(len(s.messages) for s in read_history(history, per=per))  # system messages aside
+            # messages that hold no turn warn, with the fix (tests/test_quiet_traps.py)
+            assert [str(w.message)[:28] for w in caught] == (
+                ["import_history wrote nothing"] if said and not report.turns else []
+            )
             user_ns = ("memories", "user", config["configurable"]["user_id"])
             assert bool(shared.search(user_ns, limit=1)) == (report.turns > 0)
-            again = memory.import_history(as_container(history, how), config, per=per)  # type: ignore[arg-type]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the same warning again
+                again = memory.import_history(as_container(history, how), config, per=per)  # type: ignore[arg-type]
             assert (again.turns, again.written, again.failed) == (report.turns, 0, 0)
 
         check()

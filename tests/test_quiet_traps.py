@@ -69,7 +69,7 @@ def test_an_unanswered_turn_between_answered_ones_is_kept(memory: Memory) -> Non
 
 def test_a_history_with_no_turn_warns_with_the_fix_and_writes_nothing(memory: Memory) -> None:
     spoken = [{"role": "assistant", "content": "Hello!"}, {"role": "assistant", "content": "Anyone?"}]
-    with pytest.warns(UserWarning, match=r"2 messages hold no turn .*per='message'") as caught:
+    with pytest.warns(UserWarning, match=r"none of its 2 messages is the user's.*per='message'") as caught:
         report = memory.import_history(spoken, SAM)
     assert caught[0].filename == __file__  # it points at the user's line
     assert (report.turns, report.written) == (0, 0)

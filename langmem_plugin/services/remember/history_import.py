@@ -21,8 +21,8 @@ is: importing the same history again writes nothing, and an interrupted import r
 
 A user message that no answer followed is imported too, as the user's turn alone (what users
 say of themselves is what memory is for; remember, live, waits for the answer, but a history
-is whole). A history whose messages hold no turn at all warns, naming the fix, and writes
-nothing.
+is whole). A history whose messages (system messages aside) hold no turn at all warns, naming
+the fix, and writes nothing.
 
 A message without an id gets one from its place in the history (``"s.m"``: session, message),
 so a replay makes the same keys.
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
@@ -115,8 +115,8 @@ def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode
     return _read(history, per)[0]
 
 
-def _read(history: History, per: Per) -> tuple[list[Episode], int]:
-    """The episodes of ``history`` and how many messages it has."""
+def _read(history: History, per: Per) -> tuple[list[Episode], list[AnyMessage | BaseMessage]]:
+    """The episodes of ``history`` and its messages."""
     messages: list[AnyMessage | BaseMessage] = []
     times: list[datetime | None] = []
     labels: list[str | None] = []
@@ -128,25 +128,27 @@ def _read(history: History, per: Per) -> tuple[list[Episode], int]:
         labels.extend([session.label] * n)
         ids.extend([session.id] * n)
     episodes = episodes_from_messages(messages, per=per, times=times, sessions=labels, session_ids=ids)
-    return episodes, len(messages)
+    return episodes, messages
 
 
-def _warn_nothing_found(messages: int, per: Per) -> None:
-    """A warning, at the caller's line, that ``messages`` messages held no turn to import."""
-    if per == "exchange":
-        why = "per='exchange' imports each user message with text (and what answered it), and it has none"
-        fix = "give the user's messages the role 'user', or pass per='message' to import every message"
+def _warn_nothing_found(messages: Sequence[AnyMessage | BaseMessage], per: Per) -> None:
+    """A warning, at the caller's line, that ``messages`` held no turn to import: why, and the fix."""
+    n = len(messages)
+    if per == "exchange" and not any(isinstance(m, HumanMessage) for m in messages):
+        why = (
+            f"none of its {n} messages is the user's, and per='exchange' imports each user message "
+            "with what answered it. Fix: give the user's messages the role 'user', or pass "
+            "per='message' to import every message with text"
+        )
     else:
-        why = "per='message' imports user and assistant messages with text, and it has none"
-        fix = "check the roles: system and tool messages are not turns"
+        why = (
+            f"none of its {n} messages is a user's or an assistant's with text (system and tool "
+            "messages are not turns). Fix: check the messages' roles and contents"
+        )
     frame, level = sys._getframe(1), 2
     while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("langmem_plugin."):
         frame, level = frame.f_back, level + 1
-    warnings.warn(
-        f"import_history wrote nothing: the history's {messages} messages hold no turn ({why}); {fix}",
-        UserWarning,
-        stacklevel=level,
-    )
+    warnings.warn(f"import_history wrote nothing: {why}", UserWarning, stacklevel=level)
 
 
 @dataclass
