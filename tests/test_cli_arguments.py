@@ -46,6 +46,8 @@ BAD_ARGUMENTS = [
     (["bench", "context", "--trace", "long"], "--trace: invalid choice: 'long'"),
     (["bench", "plan", "--window", "-800"], "--window: must be a whole number of at least 1, got '-800'"),
     (["bench", "startup", "--runs", "0"], "--runs: must be a whole number of at least 1, got '0'"),
+    (["bench", "tools", "--turns", "0"], "--turns: must be a whole number of at least 1, got '0'"),
+    (["bench", "tools", "--window", "all"], "--window: must be a whole number of at least 1, got 'all'"),
 ]
 
 
