@@ -56,7 +56,8 @@ def test_the_config_names_files_that_exist() -> None:
         assert (APP / dependency / "pyproject.toml").is_file(), dependency  # this package, installable
     index = CONFIG["store"]["index"]  # the server's store embeds what memory writes, offline
     path, variable = _split(index["embed"])
-    assert path.is_file() and variable.isidentifier(), index
+    assert path.is_file(), index
+    assert variable.isidentifier(), index
     assert index["fields"] == ["content"]
 
 

@@ -155,7 +155,11 @@ def test_memory_over_an_inmemory_store_recalls_a_rare_name_its_vectors_cannot() 
     store = InMemoryStore(index={"dims": 16, "embed": _BlindEmbeddings(), "fields": ["content"]})
     with Memory(store) as memory:
         for i in range(60):
-            store.put(USER_NS, f"f{i}", {"content": f"Sam noted a long detailed fact number {i} about the garden beds"})
+            store.put(
+                USER_NS,
+                f"f{i}",
+                {"content": f"Sam noted a long detailed fact number {i} about the garden beds"},
+            )
         save = next(t for t in memory.tools if t.name == "save_memory")
         save.invoke({"content": "Sam's dentist is Dr Quaglieri"}, _config("t1"))
         recall = memory.recall([HumanMessage("When do I see Quaglieri?")], _config("t2"))
