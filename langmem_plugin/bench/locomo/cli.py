@@ -6,7 +6,8 @@ same rows and embedder, and each prints its own per-category table — so a defa
 shown on LoCoMo and REALTALK from one run. ``bench realtalk`` is the same run with ``--data``
 defaulting to :data:`REALTALK_DATA` (relative to the working directory; the data is never shipped).
 ``--embedder`` names one or more offline embedders (:data:`~langmem_plugin.core.embeddings.LOCAL_EMBEDDERS`):
-each set is run once per embedder, side by side.
+each set is run once per embedder, side by side. ``--misses`` adds the ``product`` row's miss table
+(:mod:`~langmem_plugin.bench.locomo.misses`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ def add_parsers(
             metavar="NAME,...",
             help=f"offline embedder(s) to compare, from: {', '.join(LOCAL_EMBEDDERS)} (default: the default)",
         )
+        parser.add_argument(
+            "--misses",
+            action="store_true",
+            help="with the product row: where its missed evidence was lost (first stage at 50/200/1000 "
+            "candidates, ranking, budget, duplicate) and what an oracle ranking of its pool would inject",
+        )
 
 
 def run_cli(args: argparse.Namespace, version: str, say: Callable[[str], None] = print) -> int:
@@ -88,9 +95,12 @@ def run_cli(args: argparse.Namespace, version: str, say: Callable[[str], None] =
                 variants=args.variants,
                 embeddings=embeddings,
                 progress=say,
+                misses=args.misses,
             )
             say(outcome.summary())
             say(outcome.table())
+            if outcome.misses is not None:
+                say(outcome.misses.table())
             splits = outcome.splits()
             if splits:
                 say(splits)

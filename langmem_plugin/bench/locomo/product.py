@@ -36,6 +36,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from langmem_plugin.bench.locomo.misses import question_misses
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
@@ -44,6 +45,7 @@ from langmem_plugin.services.layout import Compartment
 if TYPE_CHECKING:
     from langmem_plugin import Memory, RecallConfig
     from langmem_plugin.bench.locomo.data import Conversation
+    from langmem_plugin.bench.locomo.misses import MissTable
     from langmem_plugin.bench.locomo.results import VariantResult
 
 __all__ = [
@@ -245,9 +247,11 @@ def _measure(
     *,
     token_model: str,
     ks: Sequence[int],
+    misses: tuple[int, MissTable] | None = None,
 ) -> ProductImport:
     """Import one conversation into the first of ``memories`` (they share its store) and recall each
-    question with each of them in turn (each first in turn), into the result of the same place."""
+    question with each of them in turn (each first in turn), into the result of the same place;
+    with ``misses`` (a place and a table), the misses of the memory at that place go into the table."""
     user = conv.sample_id
     write: RunnableConfig = {"configurable": {"user_id": user, "thread_id": user}}
     report = memories[0].import_history(history_of(conv), write, per="message", progress=False)
@@ -259,6 +263,7 @@ def _measure(
         memory.recall([HumanMessage("warm-up query")], ask)
     seen: dict[Any, set[str]] = {}
     pairs = list(zip(memories, results, strict=True))
+    watched = None if misses is None else memories[misses[0]]
     for turn, question in enumerate(conv.questions):
         start = turn % len(pairs)  # each row goes first in turn: no row always meets warm caches
         for memory, result in pairs[start:] + pairs[:start]:
@@ -270,6 +275,10 @@ def _measure(
             injected = [i for i in recall.items if i.section == "memories"]
             for item in injected:
                 found |= _turn_ids(memory, scope, item.compartment, item.id, seen)
+            if misses is not None and memory is watched:  # after the timing: it asks the store again
+                misses[1].questions.append(
+                    question_misses(memory, recall, question, scope, found, seen, token_model=token_model)
+                )
             share = sum(1 for e in question.evidence if e in found) / len(question.evidence)
             tokens = count_tokens(recall.prompt, model=token_model) if recall.prompt else 0
             result.categories.append(question.category)
@@ -290,8 +299,12 @@ def run_product(
     token_model: str,
     ks: Sequence[int],
     say: Callable[[str], None],
+    misses: MissTable | None = None,
 ) -> None:
     """Import each conversation into a fresh Memory per row, recall every question, fill ``results``.
+
+    With ``misses``, the ``product`` row's misses and its pool's oracle go into that table
+    (:mod:`~langmem_plugin.bench.locomo.misses`).
 
     ``product`` and the ``product@`` preset rows run together when named together: one import into
     ``Memory()`` per conversation, and each question recalled by each preset in turn over that
@@ -310,8 +323,17 @@ def run_product(
                 with ExitStack() as stack:
                     first = _memory(names[group[0]], embeddings, Path(tmp) / f"store-{group[0]}-{n}", stack)
                     memories = [first, *(_on_store(first, names[i], stack) for i in group[1:])]
+                    watch = None
+                    if misses is not None and "product" in (names[i] for i in group):
+                        watch = ([names[i] for i in group].index("product"), misses)
                     done = _measure(
-                        memories, conv, n, [results[i] for i in group], token_model=token_model, ks=ks
+                        memories,
+                        conv,
+                        n,
+                        [results[i] for i in group],
+                        token_model=token_model,
+                        ks=ks,
+                        misses=watch,
                     )
                 for i in group:
                     results[i].imports[n] = done

@@ -13,10 +13,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langmem_plugin.bench.locomo.data import CATEGORIES
 from langmem_plugin.bench.report import format_table, percentile
+
+if TYPE_CHECKING:
+    from langmem_plugin.bench.locomo.misses import MissTable
 
 __all__ = ["KS", "TUNING", "LocomoResult", "VariantResult"]
 
@@ -101,6 +104,8 @@ class LocomoResult:
     categories: dict[int, str] = field(default_factory=lambda: dict(CATEGORIES))
     #: the embedder of every dense row (its spec name)
     embedder: str = ""
+    #: where the product row's misses are (``misses=True``), else ``None``
+    misses: MissTable | None = None
 
     def only(self, conversations: Iterable[int]) -> LocomoResult:
         """The run restricted to some conversations (e.g. a tuning split and a held-out one)."""

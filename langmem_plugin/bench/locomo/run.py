@@ -23,6 +23,7 @@ from langmem_plugin.bench.locomo.data import (
     load_conversations,
     turn_value,
 )
+from langmem_plugin.bench.locomo.misses import MissTable
 from langmem_plugin.bench.locomo.results import KS, LocomoResult, VariantResult
 from langmem_plugin.bench.locomo.variants import _LABELS, ALL_VARIANTS, VARIANTS, _EmbedOnce, _searchers
 from langmem_plugin.bench.report import percentile, time_calls
@@ -65,6 +66,7 @@ def run_locomo_bench(
     variants: Sequence[str] = VARIANTS,
     embeddings: Embeddings | None = None,
     progress: Callable[[str], None] | None = None,
+    misses: bool = False,
 ) -> LocomoResult:
     """Run the benchmark over ``data`` and return its numbers.
 
@@ -76,10 +78,18 @@ def run_locomo_bench(
         embeddings: the embedder (default: the offline default,
             :func:`~langmem_plugin.core.embeddings.resolve_embeddings`).
         progress: called with a line of progress now and then.
+        misses: also measure where the ``product`` row's misses are and what an oracle ranking of
+            its candidate pool would inject (:attr:`LocomoResult.misses`,
+            :mod:`~langmem_plugin.bench.locomo.misses`); needs ``"product"`` among ``variants``.
     """
     unknown = [v for v in variants if v not in ALL_VARIANTS]
     if unknown:
         raise ConfigurationError(f"unknown variant(s) {unknown}; use some of {', '.join(ALL_VARIANTS)}")
+    if misses and "product" not in variants:
+        raise ConfigurationError(
+            f"misses=True measures the product row, which variants={list(variants)} leaves out. "
+            "Fix: add 'product' (on the command line: --variants product --misses)"
+        )
     if {"product-postgres", "product-langgraph-postgres"} & set(
         variants
     ):  # its server first: a run never ends on a missing one
@@ -87,6 +97,7 @@ def run_locomo_bench(
 
         postgres_url()
     dataset = load_conversations(data)
+    table = MissTable(dataset.name, dict(dataset.categories)) if misses else None
     samples = list(dataset.conversations[:conversations])
     if embeddings is None:
         from langmem_plugin.core.embeddings import resolve_embeddings
@@ -140,7 +151,9 @@ def run_locomo_bench(
             from langmem_plugin.bench.locomo.product import run_product
 
             names, rows = [name for name, _ in product], [r for _, r in product]
-            run_product(names, samples, rows, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say)
+            run_product(
+                names, samples, rows, embeddings, token_model=TOKEN_MODEL, ks=KS, say=say, misses=table
+            )
             for name, result in product:
                 say(f"{name}: evidence recall of what was injected {result.mean_recall(KS[0]):.1f}")
     full = [count_tokens(conversation_text(c), model=TOKEN_MODEL) for c in samples]
@@ -156,6 +169,7 @@ def run_locomo_bench(
         dataset=dataset.name,
         categories=dict(dataset.categories),
         embedder=_embedder_name(embeddings),
+        misses=table,
     )
 
 
