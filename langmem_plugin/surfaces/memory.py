@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -31,6 +31,7 @@ from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.embeddings import EmbeddingsSpec
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
 from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services import aexecute, execute
@@ -59,6 +60,7 @@ from langmem_plugin.services.upkeep import (
     forget_steps,
     forget_user_steps,
 )
+from langmem_plugin.stores import lexical_view
 from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of, state_of
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
@@ -76,7 +78,6 @@ from langmem_plugin.surfaces.tools import MEMORY_TOOL_NAMES, create_memory_tools
 from langmem_plugin.surfaces.wrap import MemoryModel
 
 if TYPE_CHECKING:
-    from langmem_plugin.stores.qdrant import QdrantStore
     from langmem_plugin.surfaces.middleware import MemoryMiddleware
 
 __all__ = [
@@ -195,7 +196,6 @@ class Memory(DocumentMethods, InspectingMethods):
         store: the store every surface uses.
         writer: the episode writer shared by the remember node, middleware and callback
             (``writer.failed`` holds writes that failed every retry).
-        retriever: the hybrid retriever recall searches with, or ``None`` (no ``recall.retrieval``).
         reflector: the background extraction worker, or ``None`` (extraction off).
     """
 
@@ -228,10 +228,14 @@ class Memory(DocumentMethods, InspectingMethods):
                 "the dimension of the default store's embedder. Fix: give the store's own index its "
                 "dims (index={'dims': ..., 'embed': ...}), and leave dims= out."
             )
-        self._made: QdrantStore | None = None  # the store Memory made, which close() closes
-        if store is None:
-            store = self._made = default_store(embeddings, path=path, dims=dims)
-        self.store: BaseStore = store
+        self._source = StoreSource(
+            store,
+            lambda: default_store(embeddings, path=path, dims=dims),
+            view=partial(lexical_view, fields=LEXICAL_FIELDS),
+            runtime_first=path is None,
+        )
+        if path is not None:
+            self._source.own()  # the directory is opened (and locked) now, not at first use
         self.layout = layout or MemoryLayout()
         if recall is None:
             recall = RecallConfig()
@@ -249,7 +253,7 @@ class Memory(DocumentMethods, InspectingMethods):
         self.reflector = Reflector(self.extraction, layout=self.layout) if self.extraction.enabled else None
         logger.info(self.extraction.status)
         self.turn = MemoryTurn(
-            store=self.store,
+            store=self._source,
             layout=self.layout,
             recall=recall_config,
             remember=self.remember_config,
@@ -259,16 +263,29 @@ class Memory(DocumentMethods, InspectingMethods):
             reflector=self.reflector,
         )
         self.writer = self.turn.writer
-        self.retriever: HybridRetriever | None = (
-            HybridRetriever(self.store, self.recall_config.retrieval)
-            if self.recall_config.retrieval
-            else None
-        )
         self.tools_config = tools if isinstance(tools, ToolsConfig) else ToolsConfig(include=tools)
+
+    @property
+    def store(self) -> BaseStore:
+        """The store this memory was given; without one, its default store (made at first use).
+
+        Inside a graph run, ``Memory()`` (no store, no ``path``) uses the run's store instead when
+        the graph has one (see :mod:`langmem_plugin.core.store_source`); ``memory.store`` is the
+        store of calls made outside any run.
+        """
+        return self._source.own()
+
+    @property
+    def retriever(self) -> HybridRetriever | None:
+        """The hybrid retriever recall searches with (on the store of this call), or ``None`` (no
+        ``recall.retrieval``)."""
+        retrieval = self.recall_config.retrieval
+        return HybridRetriever(self._source.now(), retrieval) if retrieval else None
 
     def _extraction_config(self, extraction: ExtractionConfig | None) -> ExtractionConfig:
         config = extraction or ExtractionConfig()
-        if config.consolidation is None and not scores_are_similarities(self.store):
+        given = self._source.given  # none: the default store, whose scores are fused ranks
+        if config.consolidation is None and not (given is not None and scores_are_similarities(given)):
             # fused-rank scores suit no fixed threshold: the best matches go to the model
             config = dataclasses.replace(config, consolidation=ConsolidationConfig(match_threshold=None))
         return config
@@ -312,11 +329,11 @@ class Memory(DocumentMethods, InspectingMethods):
         config = self.turn.results
         if config is None:
             return []
-        return create_result_tools(store=self.store, layout=self.layout, config=config, model=self.model)
+        return create_result_tools(store=self._source, layout=self.layout, config=config, model=self.model)
 
     def _memory_tools(self, config: ToolsConfig) -> list[BaseTool]:
         return create_memory_tools(
-            store=self.store,
+            store=self._source,
             layout=self.layout,
             include=[name for name in config.selected if name != RUN_NOTE_TOOL],
             names=config.names,
@@ -368,7 +385,7 @@ class Memory(DocumentMethods, InspectingMethods):
     def wrap(self, model: Runnable[Any, Any]) -> MemoryModel:
         """``model`` with memory, for code that calls a chat model itself: recall before every call,
         remember after an answer (:mod:`langmem_plugin.surfaces.wrap` says what it cannot do)."""
-        return MemoryModel(model, self.turn, self.store)
+        return MemoryModel(model, self.turn, self._source)
 
     def callback_handler(self) -> MemoryCallbackHandler:
         """A sync callback handler for ``config["callbacks"]`` (stores episodes, records retrievals)."""
@@ -412,7 +429,9 @@ class Memory(DocumentMethods, InspectingMethods):
         """
         scope = scope_of(config)
         messages = messages_of(messages, "recall")
-        return self.turn.recall(scope, self.store, messages, plan=plan, run_memory=run_memory, as_of=as_of)
+        return self.turn.recall(
+            scope, self._source.now(), messages, plan=plan, run_memory=run_memory, as_of=as_of
+        )
 
     async def arecall(
         self,
@@ -427,7 +446,7 @@ class Memory(DocumentMethods, InspectingMethods):
         scope = scope_of(config)
         messages = messages_of(messages, "arecall")
         return await self.turn.arecall(
-            scope, self.store, messages, plan=plan, run_memory=run_memory, as_of=as_of
+            scope, self._source.now(), messages, plan=plan, run_memory=run_memory, as_of=as_of
         )
 
     def import_history(
@@ -475,7 +494,7 @@ class Memory(DocumentMethods, InspectingMethods):
             ScopeError: no ``thread_id`` in ``config``, or an id that is not one.
         """
         return import_history(
-            self.store,
+            self._source.now(),
             history,
             scope_of(config),
             layout=self.layout,
@@ -496,7 +515,7 @@ class Memory(DocumentMethods, InspectingMethods):
     ) -> ImportReport:
         """Async :meth:`import_history`."""
         return await aimport_history(
-            self.store,
+            self._source.now(),
             history,
             scope_of(config),
             layout=self.layout,
@@ -535,8 +554,9 @@ class Memory(DocumentMethods, InspectingMethods):
             self.reflector.close()
         if self.turn.describer is not None:
             self.turn.describer.close()
-        if self._made is not None:
-            self._made.close()
+        close = getattr(self._source.made, "close", None)  # the default store, if it was made
+        if close is not None:
+            close()
 
     def __enter__(self) -> Memory:
         return self
@@ -548,11 +568,11 @@ class Memory(DocumentMethods, InspectingMethods):
 
     def history(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Every recorded change of ``memory_id`` in the user memory of ``config``'s user, oldest first."""
-        return execute(self.store, history_steps(scope_of(config), memory_id_of(memory_id)))
+        return execute(self._source.now(), history_steps(scope_of(config), memory_id_of(memory_id)))
 
     async def ahistory(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Async :meth:`history`."""
-        return await aexecute(self.store, history_steps(scope_of(config), memory_id_of(memory_id)))
+        return await aexecute(self._source.now(), history_steps(scope_of(config), memory_id_of(memory_id)))
 
     def forget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Delete one memory (user or session memory of ``config``'s scope); recorded in history.
@@ -560,12 +580,14 @@ class Memory(DocumentMethods, InspectingMethods):
         Raises:
             MemoryNotFoundError: no such id there.
         """
-        return execute(self.store, forget_steps(scope_of(config), self.layout, memory_id_of(memory_id)))
+        return execute(
+            self._source.now(), forget_steps(scope_of(config), self.layout, memory_id_of(memory_id))
+        )
 
     async def aforget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Async :meth:`forget`."""
         scope = scope_of(config)
-        return await aexecute(self.store, forget_steps(scope, self.layout, memory_id_of(memory_id)))
+        return await aexecute(self._source.now(), forget_steps(scope, self.layout, memory_id_of(memory_id)))
 
     def forget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
         """Forget every memory and past exchange of ``config``'s user (and thread) whose text holds
@@ -575,11 +597,11 @@ class Memory(DocumentMethods, InspectingMethods):
         Raises:
             InvalidFilterError: ``query`` is empty, too long or names nothing; nothing is removed.
         """
-        return execute(self.store, forget_matching_steps(scope_of(config), self.layout, query))
+        return execute(self._source.now(), forget_matching_steps(scope_of(config), self.layout, query))
 
     async def aforget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
         """Async :meth:`forget_about`."""
-        return await aexecute(self.store, forget_matching_steps(scope_of(config), self.layout, query))
+        return await aexecute(self._source.now(), forget_matching_steps(scope_of(config), self.layout, query))
 
     def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
@@ -593,7 +615,7 @@ class Memory(DocumentMethods, InspectingMethods):
         """
         steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
         queued = drop_queued(user_id, self.writer, self.reflector)
-        report = execute(self.store, steps)
+        report = execute(self._source.now(), steps)
         report.queued = queued
         self.turn.reset_thread_index(user_id)
         return report
@@ -603,7 +625,7 @@ class Memory(DocumentMethods, InspectingMethods):
         steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
         await self.writer.aflush()
         queued = await asyncio.to_thread(drop_queued, user_id, self.writer, self.reflector)
-        report = await aexecute(self.store, steps)
+        report = await aexecute(self._source.now(), steps)
         report.queued = queued
         self.turn.reset_thread_index(user_id)
         return report
@@ -614,11 +636,13 @@ class Memory(DocumentMethods, InspectingMethods):
 
         The first recall of this ``Memory`` on its store does it too.
         """
-        return execute(self.store, self.turn.resume_steps(self.store))
+        store = self._source.now()
+        return execute(store, self.turn.resume_steps(store))
 
     async def aresume(self) -> int:
         """Async :meth:`resume`."""
-        return await aexecute(self.store, self.turn.resume_steps(self.store))
+        store = self._source.now()
+        return await aexecute(store, self.turn.resume_steps(store))
 
     def __repr__(self) -> str:
-        return f"Memory(store={type(self.store).__name__}, model={self.model!r})"
+        return f"Memory(store={self._source!r}, model={self.model!r})"

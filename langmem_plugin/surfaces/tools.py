@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, StrictBool, StrictInt, create_model
 
 from langmem_plugin.core.record import MemoryRecord, memory_artifact
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import (
     CompartmentError,
@@ -180,7 +181,7 @@ _DESCRIPTIONS = {
 
 @dataclass(frozen=True)
 class _Context:
-    store: BaseStore | None
+    store: BaseStore | StoreSource | None
     layout: MemoryLayout
     compartments: tuple[Compartment, ...]
     default_compartment: Compartment
@@ -489,7 +490,7 @@ def _unknown_tool(entry: object, known: Sequence[str], where: str) -> str:
 
 def create_memory_tools(
     *,
-    store: BaseStore | None = None,
+    store: BaseStore | StoreSource | None = None,
     layout: MemoryLayout | None = None,
     include: str | Iterable[str] = "lean",
     names: Mapping[str, str] | None = None,
