@@ -20,6 +20,7 @@ import os
 import re
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +116,9 @@ def test_a_list_is_sorted_by_the_column_asked_for(client: TestClient, inspector:
     by_kind = _rows(client.get(f"/users/{USER_ID}", params={"sort": "kind"}).text)
     assert [rows[i].kind for i in by_kind] == sorted(r.kind for r in rows.values())
     oldest = _rows(client.get(f"/users/{USER_ID}", params={"sort": "created", "limit": "3"}).text)
-    assert oldest == [r.id for r in sorted(rows.values(), key=lambda r: r.created_at)][:3]
+    stored = inspector.export(user_id=USER_ID)["items"]
+    by_time = sorted(stored, key=lambda item: datetime.fromisoformat(item["value"]["created_at"]))
+    assert oldest == [item["key"] for item in by_time][:3]
     page = client.get(f"/users/{USER_ID}", params={"sort": "-priority"}).text
     assert 'aria-sort="descending"' in page
     assert f'href="/users/{USER_ID}?sort=priority"' in page  # the heading turns the order round
@@ -171,10 +174,9 @@ def test_a_memory_shows_its_stored_json_and_the_memory_that_replaced_it(
     shown = re.search(r'<pre id="stored"><bdi>(.*?)</bdi></pre>', page, re.DOTALL)
     assert shown
     assert json.loads(std_html.unescape(shown.group(1))) == raw.json()
-    replacement = client.get(f"/users/{USER_ID}/memories/{new}").text
-    replaces = re.search(r'<dd id="replaces">(.*?)</dd>', replacement)
-    assert replaces
-    assert f'<a href="/users/{USER_ID}/memories/{old}"' in replaces.group(1)
+    history = re.search(r'<ol class="timeline" id="history">(.*?)</ol>', page, re.DOTALL)
+    assert history
+    assert f'replaced by <a href="/users/{USER_ID}/memories/{new}"' in history.group(1).split("INVALIDATE")[1]
     listing = client.get(f"/users/{USER_ID}").text
     assert f'class="badge warn superseded" href="/users/{USER_ID}/memories/{new}"' in listing
 
@@ -355,14 +357,16 @@ def test_a_person_reads_the_demo_through_the_pages(sized: Chrome, inspector: Ins
         assert document["sort"] == "priority"
         assert len(document["items"]) == len(sized.find_elements(By.CSS_SELECTOR, "#memories tbody tr"))
 
-        # a superseded memory links to the one that replaced it
+        # a superseded memory links to the one that replaced it, from the list and from its page
         superseded = sized.find_element(By.CSS_SELECTOR, f'a.superseded[href$="/memories/{new}"]')
         _open(sized, _attr(superseded, "href"))
         assert sized.find_element(By.ID, "content").text == EXTRACTED
-        _open(
-            sized, _attr(sized.find_element(By.CSS_SELECTOR, f'#replaces a[href$="/memories/{old}"]'), "href")
-        )
-        assert sized.find_element(By.ID, "superseded").text.endswith(f"replaced by {new}")
+        _open(sized, f"{url}/users/{USER_ID}/memories/{old}")
+        panel = sized.find_element(By.ID, "superseded")
+        assert panel.text.endswith(f"replaced by {new}")
+        _open(sized, _attr(panel.find_element(By.TAG_NAME, "a"), "href"))
+        assert sized.find_element(By.ID, "content").text == EXTRACTED
+        sized.back()
 
         # the item as stored, as JSON on the page (opened) and at its own address
         stored = sized.find_element(By.CSS_SELECTOR, "#raw pre")

@@ -1,5 +1,4 @@
-"""One memory in full: its row, the item as stored, its history, the exchanges it came from, and
-the memories it replaced (those whose ``superseded_by`` names it)."""
+"""One memory in full: its row, the item as stored, its history and the exchanges it came from."""
 
 from __future__ import annotations
 
@@ -7,12 +6,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from langgraph.store.base import GetOp, SearchOp
+from langgraph.store.base import GetOp
 
 from langmem_plugin.core.html import cell, table
 from langmem_plugin.core.record import parse_exchange_link
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.core.validity import SUPERSEDED_BY
 from langmem_plugin.errors import MemoryNotFoundError, ScopeError
 from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.inspect.rows import MemoryRow, raw_item, row_of
@@ -22,8 +20,6 @@ from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.services.upkeep import exchange_namespaces
 
 __all__ = ["Exchange", "MemoryDetail", "detail_html", "detail_steps"]
-
-_REPLACED = 100  # the most replaced memories a detail lists
 
 
 @dataclass(frozen=True)
@@ -44,14 +40,12 @@ class MemoryDetail:
         history: every recorded change of it, oldest first.
         exchanges: the exchanges it came from.
         stored: the item as the store holds it (:func:`~langmem_plugin.services.inspect.raw_item`).
-        replaces: the ids of the memories of its compartment it superseded (their ``superseded_by``).
     """
 
     row: MemoryRow
     history: list[HistoryEntry]
     exchanges: list[Exchange]
     stored: dict[str, Any] = field(default_factory=dict)
-    replaces: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able."""
@@ -60,7 +54,6 @@ class MemoryDetail:
             "history": [entry.as_dict() for entry in self.history],
             "exchanges": [asdict(exchange) for exchange in self.exchanges],
             "stored": self.stored,
-            "replaces": list(self.replaces),
         }
 
     def _repr_html_(self) -> str:
@@ -79,7 +72,7 @@ def detail_steps(
     ),
 ) -> StoreSteps[MemoryDetail]:
     """``memory_id`` in the first of ``compartments`` (those the scope can name) that holds it, with its
-    history (in the scope's user history), the exchanges of its ``sources`` and the memories it replaced.
+    history (in the scope's user history) and the exchanges of its ``sources``.
 
     Raises:
         MemoryNotFoundError: no such memory there.
@@ -104,15 +97,6 @@ def detail_steps(
         where = ", ".join("/".join(ns) for _, ns in places) or "no compartment the scope can name"
         raise MemoryNotFoundError(memory_id, f"no memory {memory_id!r} in {where}")
     item, row = hit
-    (replaced,) = yield [
-        SearchOp(
-            row.namespace,
-            filter={"metadata": {SUPERSEDED_BY: memory_id}},
-            limit=_REPLACED,
-            refresh_ttl=False,
-        )
-    ]
-    replaces = sorted(i.key for i in replaced if tuple(i.namespace) == row.namespace and i.key != memory_id)
     history: list[HistoryEntry] = []
     if scope.user_id is not None:
         history = yield from history_steps(scope, memory_id)
@@ -127,7 +111,7 @@ def detail_steps(
                 if record is not None:
                     texts[link] = record.content
         exchanges = [Exchange(link, parse_exchange_link(link)[0], texts.get(link)) for link in row.sources]
-    return MemoryDetail(row, history, exchanges, raw_item(item), replaces)
+    return MemoryDetail(row, history, exchanges, raw_item(item))
 
 
 def detail_html(detail: MemoryDetail) -> str:

@@ -111,6 +111,11 @@ def _view(view: Compartment | str, scope: Scope) -> str:
     return parse_compartment(view).value
 
 
+def _room(view: str) -> str:
+    """The compartment of a view's own namespace (a thread's: its session memory)."""
+    return Compartment.SESSION.value if view == THREAD else view
+
+
 def page_steps(
     layout: MemoryLayout,
     scope: Scope,
@@ -142,7 +147,7 @@ def page_steps(
     order = parse_sort(sort)
     view = _view(compartment, scope)
     store_filter, filters, needle = _filters(kind, category, contains)
-    namespace = layout.namespace(Compartment.SESSION if view == THREAD else Compartment(view), scope)
+    namespace = layout.namespace(Compartment(_room(view)), scope)
     if needle is None and order is None and view != THREAD:
         room = Compartment(view)
         (items,) = yield [
@@ -155,13 +160,15 @@ def page_steps(
             view, namespace, rows[:limit], offset, len(items) > limit, filters, namespaces=[namespace]
         )
     chosen = yield from select_steps(layout, scope, view, store_filter, needle, order, offset + limit)
-    rows = [row for _, row in chosen.pairs[offset : offset + limit]]
+    shown = chosen.items[offset : offset + limit]
+    rooms = {ns: Compartment.USER for ns in chosen.users.values()}
+    rows = [r for i in shown if (r := row_of(i, rooms.get(tuple(i.namespace), Compartment(_room(view)))))]
     return MemoryPage(
         view,
         namespace,
         rows,
         offset,
-        len(chosen.pairs) > offset + limit or chosen.bounded,
+        len(chosen.items) > offset + limit or chosen.bounded,
         filters,
         sort or None,
         complete=not chosen.bounded,
@@ -194,8 +201,8 @@ def export_steps(
         "filters": filters,
         "sort": sort or None,
         "complete": not chosen.bounded,
-        "count": len(chosen.pairs),
-        "items": [raw_item(item) for item, _ in chosen.pairs],
+        "count": len(chosen.items),
+        "items": [raw_item(item) for item in chosen.items],
     }
 
 

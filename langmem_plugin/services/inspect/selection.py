@@ -5,22 +5,26 @@ A view is one compartment's namespace for a scope, or :data:`THREAD`: everything
 exchanges remember stored there, and the memories the history says were added in it). A view
 sorted by a column (:data:`SORTS`), filtered by text, or drawn from several namespaces reads at
 most :data:`SCAN` items per namespace, newest change first, so a sort or a filter sees the newest
-ones when a compartment holds more (the selection says so: it is ``bounded``).
+ones when a compartment holds more (the selection says so: it is ``bounded``). A selection holds
+the stored items and sorts them by their stored values (as the rows would show them); rows are
+made for the page shown only, so a sort costs no more than a text filter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, SearchOp
 
+from langmem_plugin.core.record import DEFAULT_CATEGORY, MemoryKind
 from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.validity import INVALID_AT
 from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.inspect.catalog import ids_steps
-from langmem_plugin.services.inspect.rows import MemoryRow, row_of
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.services.upkeep import THREAD_INDEX
@@ -36,17 +40,39 @@ SCAN = 20_000
 _CHUNK = 500
 _GETS = 1000
 
-Pair = tuple[Item, MemoryRow]
-_KEYS: dict[str, Callable[[MemoryRow], Any]] = {
-    "id": lambda row: row.id,
-    "content": lambda row: row.content.casefold(),
-    "kind": lambda row: row.kind,
-    "category": lambda row: row.category.casefold(),
-    "priority": lambda row: row.priority,
-    "created": lambda row: row.created_at,
-    "updated": lambda row: row.updated_at,
-    "current": lambda row: row.current,
-    "reads": lambda row: row.access_count,
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _field(item: Item, name: str, kind: type, default: Any) -> Any:
+    """The stored value's ``name`` when it is a ``kind``, else ``default`` (a record's default)."""
+    value = item.value.get(name, default) if isinstance(item.value, dict) else default
+    return value if isinstance(value, kind) and not isinstance(value, bool) else default
+
+
+def _time(item: Item, name: str) -> datetime:
+    text = _field(item, name, str, "")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return _EARLIEST
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _current(item: Item) -> bool:
+    return INVALID_AT not in _field(item, "metadata", dict, {})
+
+
+# What a row shows in each column, read from the stored value with the record's defaults.
+_KEYS: dict[str, Callable[[Item], Any]] = {
+    "id": lambda item: item.key,
+    "content": lambda item: _field(item, "content", str, "").casefold(),
+    "kind": lambda item: _field(item, "kind", str, MemoryKind.FACT.value),
+    "category": lambda item: _field(item, "category", str, DEFAULT_CATEGORY).casefold(),
+    "priority": lambda item: _field(item, "priority", int, 5),
+    "created": lambda item: _time(item, "created_at"),
+    "updated": lambda item: _time(item, "updated_at"),
+    "current": _current,
+    "reads": lambda item: _field(item, "access_count", int, 0),
 }
 
 
@@ -67,17 +93,17 @@ def parse_sort(sort: str | None) -> tuple[str, bool] | None:
 
 @dataclass
 class Selection:
-    """The memories of a view, in order (``pairs``: each stored item and its row).
+    """The memories of a view, in order, as stored items.
 
     Attributes:
-        pairs: what the view holds, in the store's order or the sort asked for.
+        items: what the view holds, in the store's order or the sort asked for.
         bounded: whether a namespace held more than :data:`SCAN` items (the view is of the
             newest ones).
         namespaces: the namespaces read.
         users: for a thread, each user who spoke in it and that user's namespace.
     """
 
-    pairs: list[Pair] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
     bounded: bool = False
     namespaces: list[tuple[str, ...]] = field(default_factory=list)
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -92,24 +118,22 @@ def _matches(item: Item, store_filter: dict[str, Any], needle: str | None) -> bo
 
 
 def _holds(item: Item, needle: str | None) -> bool:
-    if needle is None:
-        return True
+    """Whether ``item`` is a memory (its value has a text ``content``) holding ``needle``."""
     content = item.value.get("content") if isinstance(item.value, dict) else None
-    return isinstance(content, str) and needle in content.casefold()
+    return isinstance(content, str) and (needle is None or needle in content.casefold())
 
 
 def collect_steps(
     namespace: tuple[str, ...],
-    room: Compartment,
     store_filter: dict[str, Any] | None,
     needle: str | None,
     enough: int | None = None,
-) -> StoreSteps[tuple[list[Pair], bool]]:
+) -> StoreSteps[tuple[list[Item], bool]]:
     """The memories directly in ``namespace`` that pass ``store_filter`` (the store filters) and
     hold ``needle`` (checked here, before a row is made of the text), in the store's order: all of
     them within :data:`SCAN` items read, or the first ``enough + 1``; and whether the reading
     stopped at the bound with items left."""
-    found: list[Pair] = []
+    found: list[Item] = []
     read = 0
     chunk = _CHUNK
     while read < SCAN:
@@ -120,11 +144,7 @@ def collect_steps(
             SearchOp(namespace, filter=store_filter or None, limit=chunk, offset=read, refresh_ttl=False)
         ]
         read += len(items)
-        for item in items:
-            if tuple(item.namespace) == namespace and _holds(item, needle):
-                row = row_of(item, room)
-                if row is not None:
-                    found.append((item, row))
+        found += [item for item in items if tuple(item.namespace) == namespace and _holds(item, needle)]
         if (enough is not None and len(found) > enough) or len(items) < chunk:
             return found, False
         chunk *= 2
@@ -169,8 +189,8 @@ def _thread_steps(
     layout: MemoryLayout, thread_id: str, store_filter: dict[str, Any], needle: str | None
 ) -> StoreSteps[Selection]:
     session = layout.namespace(Compartment.SESSION, Scope(thread_id=thread_id))
-    pairs, bounded = yield from collect_steps(session, Compartment.SESSION, store_filter, needle)
-    selection = Selection(pairs, bounded, [session])
+    items, bounded = yield from collect_steps(session, store_filter, needle)
+    selection = Selection(items, bounded, [session])
     for user in (yield from thread_users_steps(thread_id)):
         try:
             scope = Scope(user_id=user, thread_id=thread_id)
@@ -180,23 +200,19 @@ def _thread_steps(
         selection.users[user] = namespace
         selection.namespaces.append(namespace)
         said = {**store_filter, "metadata": {"thread_id": thread_id}}
-        found, bounded = yield from collect_steps(namespace, Compartment.USER, said, needle)
+        found, bounded = yield from collect_steps(namespace, said, needle)
         selection.bounded |= bounded
-        seen = {item.key for item, _ in found}
+        seen = {item.key for item in found}
         added, bounded = yield from _added_in_steps(scope, thread_id)
         selection.bounded |= bounded
         missing = [key for key in added if key not in seen]
         for start in range(0, len(missing), _GETS):
             got = yield [GetOp(namespace, key) for key in missing[start : start + _GETS]]
-            for item in got:
-                if item is not None and _matches(item, store_filter, needle):
-                    row = row_of(item, Compartment.USER)
-                    if row is not None:
-                        found.append((item, row))
-        selection.pairs += found
+            found += [item for item in got if item is not None and _matches(item, store_filter, needle)]
+        selection.items += found
     # the store's order over every namespace: newest change first, then namespace and key
-    selection.pairs.sort(key=lambda pair: (pair[0].namespace, pair[0].key))
-    selection.pairs.sort(key=lambda pair: pair[0].updated_at, reverse=True)
+    selection.items.sort(key=lambda item: (item.namespace, item.key))
+    selection.items.sort(key=lambda item: item.updated_at, reverse=True)
     return selection
 
 
@@ -220,13 +236,12 @@ def select_steps(
             raise ConfigurationError("the thread view needs a thread_id")
         selection = yield from _thread_steps(layout, scope.thread_id, store_filter, needle)
     else:
-        room = parse_compartment(view)
-        namespace = layout.namespace(room, scope)
-        pairs, bounded = yield from collect_steps(
-            namespace, room, store_filter, needle, enough if order is None else None
+        namespace = layout.namespace(parse_compartment(view), scope)
+        items, bounded = yield from collect_steps(
+            namespace, store_filter, needle, enough if order is None else None
         )
-        selection = Selection(pairs, bounded, [namespace])
+        selection = Selection(items, bounded, [namespace])
     if order is not None:
         column, descending = order
-        selection.pairs.sort(key=lambda pair: _KEYS[column](pair[1]), reverse=descending)
+        selection.items.sort(key=_KEYS[column], reverse=descending)
     return selection
