@@ -9,7 +9,7 @@ the matches: the steps re-check every hit with the exact filter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from langmem_plugin.stores._common import Condition
@@ -66,10 +66,26 @@ def live(now_us: int, prefix: Sequence[str] = ()) -> Filter:
     return Filter(tuple(conditions))
 
 
+def _leaves(path: tuple[str, ...], subset: dict[object, object]) -> Iterator[tuple[tuple[str, ...], object]]:
+    """The (path, value) of each text or number a subset match (``{"metadata": {"lang": "en"}}``)
+    requires, nested dicts walked: a matching value holds each of them at its path."""
+    for name, value in subset.items():
+        if not isinstance(name, str) or name.startswith("$"):
+            continue
+        if isinstance(value, dict):
+            yield from _leaves((*path, name), value)
+        else:
+            yield (*path, name), value
+
+
 def native(conditions: Iterable[Condition]) -> tuple[Cond, ...]:
     """Engine conditions implied by the filter (a superset of its matches: results are re-checked)."""
     out: list[Cond] = []
     for c in conditions:
+        if c.op == "$eq" and isinstance(c.operand, dict):  # a subset match: each leaf must be there
+            equal = [Condition(path, "$eq", value) for path, value in _leaves(c.path, c.operand)]
+            out += native(leaf for leaf in equal if not isinstance(leaf.operand, dict | list))
+            continue
         if not all(SAFE_PART.match(part) for part in c.path):
             continue
         key = "value." + ".".join(c.path)
