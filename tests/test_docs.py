@@ -4,8 +4,12 @@ Each block runs by itself in a fresh Python process (``python -`` with the block
 from an empty temporary directory, with no ``OPENAI_*`` variable set: it has its own imports
 and uses no name from an earlier block, and whatever it writes lands in that directory. A
 block that needs a network, an API key or a server opts out with ``<!-- not-run: reason -->``
-on the line before its fence; keep those rare. Blocks may use only the public API
-(``langmem_plugin.__all__``) and the documented submodules.
+on the line before its fence; keep those rare. A block that needs an extra beyond the main install
+(``pip install -e .``) says which on the line before its fence, as pyproject.toml's
+optional-dependencies spell it: ``<!-- needs: postgres -->`` (several: ``<!-- needs: postgres,
+documents -->``). It runs here like any other (the dev venv has every extra);
+tests/test_docs_main_install.py runs the others with the main install only. Blocks may use only the
+public API (``langmem_plugin.__all__``) and the documented submodules.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ BLOCK_TIMEOUT_S = 600  # a block on a loaded 2-core machine; most take a few sec
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _NOT_RUN = re.compile(r"<!--\s*not-run:\s*(\S.*?)\s*-->\s*$")
+_NEEDS = re.compile(r"<!--\s*needs:\s*(\S.*?)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Block:
     line: int  # of the opening fence, 1-based
     code: str
     not_run: str | None  # the reason given, or None: the block runs
+    needs: tuple[str, ...] = ()  # the extras it needs beyond the main install (`<!-- needs: ... -->`)
 
     @property
     def name(self) -> str:
@@ -50,7 +56,9 @@ def python_blocks(path: Path) -> list[Block]:
         line = text.count("\n", 0, match.start()) + 1
         before = text[: match.start()].rstrip("\n").rpartition("\n")[2]
         reason = _NOT_RUN.search(before)
-        blocks.append(Block(path, line, match.group(1), reason.group(1) if reason else None))
+        needs = _NEEDS.search(before)
+        extras = tuple(extra.strip() for extra in needs.group(1).split(",")) if needs else ()
+        blocks.append(Block(path, line, match.group(1), reason.group(1) if reason else None, extras))
     return blocks
 
 
@@ -61,12 +69,12 @@ def _rel(path: Path) -> str:
 BLOCKS = [block for path in DOCS for block in python_blocks(path)]
 
 
-def run_block(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``code`` run alone: a fresh interpreter, ``cwd`` as its directory, no OpenAI variables."""
+def run_block(code: str, cwd: Path, python: str | Path = sys.executable) -> subprocess.CompletedProcess[str]:
+    """``code`` run alone: a fresh ``python``, ``cwd`` as its directory, no OpenAI variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return subprocess.run(
-        [sys.executable, "-"],
+        [str(python), "-"],
         input=code,
         cwd=cwd,
         env=env,
