@@ -29,6 +29,7 @@ from langgraph.store.base import BaseStore
 from starlette.testclient import TestClient
 
 from langmem_plugin.demo import EXTRACTED, SCENARIO, USER_ID, run_demo
+from langmem_plugin.inspector import terminal
 from langmem_plugin.inspector.opening import open_store
 from langmem_plugin.inspector.web import inspector_app
 from langmem_plugin.surfaces.inspector import Inspector
@@ -179,6 +180,27 @@ def test_a_memory_shows_its_stored_json_and_the_memory_that_replaced_it(
     assert f'replaced by <a href="/users/{USER_ID}/memories/{new}"' in history.group(1).split("INVALIDATE")[1]
     listing = client.get(f"/users/{USER_ID}").text
     assert f'class="badge warn superseded" href="/users/{USER_ID}/memories/{new}"' in listing
+
+
+def test_the_reads_column_says_what_it_counts_on_the_page_and_in_the_terminal(
+    client: TestClient, inspector: Inspector
+) -> None:
+    page = client.get(f"/users/{USER_ID}").text
+    heading = re.search(r'<th class="reads num"><a href="[^"]+" title="([^"]+)">reads</a>', page)
+    assert heading
+    assert "a memory tool (search_memory, get_memory)" in heading.group(1)
+    assert "RecallConfig(track_access=True)" in heading.group(1)
+    old = _id_of(inspector, "Sam is pescatarian: eats fish, no meat")
+    new = _id_of(inspector, EXTRACTED)
+    shown = terminal.detail_text(inspector.show(old, user_id=USER_ID), width=120).splitlines()
+    (reads,) = [line for line in shown if line.startswith("reads ")]
+    assert reads.split()[1:3] == ["1", "(by"]  # the search_memory of thread 2 returned it once
+    assert "by recall only with track_access=True" in reads
+    (current,) = [line for line in shown if line.startswith("current ")]
+    assert current.endswith(f", replaced by {new}")
+    listing = terminal.page_text(inspector.page(user_id=USER_ID), width=160)
+    assert "reads" in listing.splitlines()[2]
+    assert "used" not in listing.splitlines()[2]
 
 
 def test_the_namespaces_can_be_browsed(client: TestClient) -> None:

@@ -201,7 +201,7 @@ def page_text(page: MemoryPage, *, width: int | None = None) -> str:
         )
         for row in page.rows
     ]
-    body = table(["id", "kind", "category", "updated", "current", "used", "content"], rows, width=width)
+    body = table(["id", "kind", "category", "updated", "current", "reads", "content"], rows, width=width)
     more = f"more: --offset {page.offset + len(page.rows)}" if page.more else "no more"
     return "\n".join([head, "", body if rows else "(no memories)", "", more])
 
@@ -255,6 +255,7 @@ def detail_text(detail: MemoryDetail, *, width: int | None = None) -> str:
     """One memory: its fields, its content in full, the exchanges it came from, how often it changed."""
     total = width or terminal_width()
     row = detail.row
+    replaced = f", replaced by {row.superseded_by}" if row.superseded_by else ""
     lines = _fields(
         [
             ("id", row.id),
@@ -266,8 +267,8 @@ def detail_text(detail: MemoryDetail, *, width: int | None = None) -> str:
             ("priority", row.priority),
             ("created", row.created_at),
             ("updated", row.updated_at),
-            ("current", "yes" if row.current else f"no, since {row.invalid_at or '?'}"),
-            ("used", f"{row.access_count} time(s) in recall"),
+            ("current", "yes" if row.current else f"no, since {row.invalid_at or '?'}{replaced}"),
+            ("reads", f"{row.access_count} (by the memory tools; by recall only with track_access=True)"),
             ("source", row.source),
         ]
     )
