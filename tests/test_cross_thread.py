@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from langmem_plugin import Memory, MemoryState, RememberConfig
+from langmem_plugin import ContextConfig, Memory, MemoryState, RememberConfig, WindowConfig
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MemoryLimitError
 from langmem_plugin.services import CompartmentLimits, MemoryLayout, execute, save_steps
@@ -40,8 +40,13 @@ def _ask(graph: Any, text: str, config: Any) -> list[str]:
     return [item["content"] for item in out["memory_context"]["items"]]
 
 
-def _memory(remember: RememberConfig | None = None, layout: MemoryLayout | None = None) -> Memory:
-    return Memory(embeddings=FakeEmbeddings(), remember=remember, layout=layout)
+def _memory(
+    remember: RememberConfig | None = None, layout: MemoryLayout | None = None, *, window: int | None = None
+) -> Memory:
+    """``window``: the model sees this many last user turns, so a thread's own earlier exchange is
+    recalled once the window has moved past it (never while the model sees it)."""
+    context = ContextConfig(window=WindowConfig(max_turns=window)) if window else None
+    return Memory(embeddings=FakeEmbeddings(), remember=remember, layout=layout, context=context)
 
 
 def test_another_thread_of_the_same_user_recalls_what_was_said_by_default() -> None:
@@ -67,7 +72,7 @@ def test_another_user_recalls_nothing() -> None:
 
 
 def test_session_only_keeps_episodes_in_their_thread() -> None:
-    memory = _memory(RememberConfig(compartments=("session",)))  # type: ignore[arg-type]
+    memory = _memory(RememberConfig(compartments=("session",)), window=1)  # type: ignore[arg-type]
     graph = _graph(memory)
     graph.invoke({"messages": [HumanMessage(TEA)]}, _config("1"))
 
@@ -92,7 +97,7 @@ def test_a_run_without_a_user_writes_to_session_memory() -> None:
 
 
 def test_both_compartments_inject_the_episode_once() -> None:
-    memory = _memory(RememberConfig(compartments=("user", "session")))  # type: ignore[arg-type]
+    memory = _memory(RememberConfig(compartments=("user", "session")), window=1)  # type: ignore[arg-type]
     graph = _graph(memory)
     graph.invoke({"messages": [HumanMessage(TEA)]}, _config("1"))
     assert len(memory.store.search(("memories", "user", "sam"))) == 1
@@ -101,13 +106,21 @@ def test_both_compartments_inject_the_episode_once() -> None:
 
 
 def test_the_current_threads_own_episode_is_recalled_once() -> None:
-    memory = _memory()
+    memory = _memory(window=1)
     graph = _graph(memory)
     graph.invoke({"messages": [HumanMessage(TEA)]}, _config("1"))
     assert _ask(graph, "Which tea do I like?", _config("1")) == [TEA_EPISODE]
     episodes = memory.store.search(("memories", "user", "sam"), filter={"kind": "episode"})
     assert sorted(e.value["metadata"]["position"] for e in episodes) == ["0", "1"]
     assert {e.value["metadata"]["thread_id"] for e in episodes} == {"1"}
+
+
+def test_the_current_threads_own_episode_is_not_recalled_while_the_model_sees_it() -> None:
+    memory = _memory()  # no window: the model sees the whole thread
+    graph = _graph(memory)
+    graph.invoke({"messages": [HumanMessage(TEA)]}, _config("1"))
+    assert _ask(graph, "Which tea do I like?", _config("1")) == []
+    assert TEA_EPISODE in _ask(graph, "Which tea do I like?", _config("2"))  # another thread recalls it
 
 
 def test_import_history_goes_to_user_memory_with_its_thread() -> None:

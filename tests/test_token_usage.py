@@ -86,7 +86,9 @@ def test_one_row_per_answer_counts_what_the_model_was_sent(memory: Memory) -> No
     assert [t.without_memory for t in usage.turns] == expected
     # recalled: what recall recorded injecting, part of what the model saw
     assert usage.turns[0].recalled == 0  # nothing stored yet
-    assert all(0 < t.recalled <= BUDGET + FENCE_SLACK for t in usage.turns[1:])
+    # while the window holds every earlier exchange, recall sends none of them again
+    assert all(t.recalled == 0 for t in usage.turns[:MAX_TURNS])
+    assert all(0 < t.recalled <= BUDGET + FENCE_SLACK for t in usage.turns[MAX_TURNS:])
     for turn, call in zip(usage.turns, model.calls, strict=True):
         assert turn.recalled <= count_tokens(str(call[0].content), model=TOKENIZER)
     assert usage.total_with == sum(t.with_memory for t in usage.turns)

@@ -236,6 +236,7 @@ class MemoryTurn:
         run_memory: Sequence[Any] | None = None,
         query: str | None = None,
         as_of: TimeLike | None = None,
+        shown: Sequence[str] | None = None,
     ) -> StoreSteps[Recall]:
         """The steps of one recall for ``messages`` (and the agent's ``plan``) against ``store``.
 
@@ -243,7 +244,8 @@ class MemoryTurn:
         id) are not searched, as long as one is left (:func:`~.recall.recall_steps`); with none
         left the recall raises :class:`~langmem_plugin.errors.ScopeError`. ``as_of``: recall as
         it would have been then (recency from it, nothing written after it; see
-        :func:`~.recall.recall_steps`).
+        :func:`~.recall.recall_steps`). ``shown``: the ids of the messages the model sees with this
+        recall; their exchanges are not recalled again.
 
         The first recall on a store first finishes what a stopped run left part-done there
         (:meth:`resume_steps`).
@@ -257,6 +259,7 @@ class MemoryTurn:
             run_memory=run_memory,
             query=query,
             as_of=as_of,
+            shown=shown,
         )
         return steps if id(store) in self._resumed else self._resumed_first(store, steps)
 
@@ -298,7 +301,9 @@ class MemoryTurn:
         # memory prompt but rendered from the state at each model call (system_prompt), so they
         # are never stale: a note the model adds shows in its next call.
         query = query_from_state(messages, state_value(state, keys.plan))
-        return messages, {"query": query}
+        # an exchange the model is shown anyway (in its window) is not recalled into the prompt too
+        shown = [m.id for m in self.visible_messages(state, messages) if m.id]
+        return messages, {"query": query, "shown": shown}
 
     def _update(self, recall: Recall, state: Any) -> dict[str, Any]:
         record = recall.record()

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -431,6 +431,20 @@ def run_section(run_memory: Sequence[Any] | None, budget: int, model: str | None
     return run_fit.text()
 
 
+def _not_shown(
+    candidates: list[StoredMemory], shown: set[str], dropped: list[tuple[StoredMemory, str]]
+) -> list[StoredMemory]:
+    """``candidates`` without the exchanges whose messages the model sees anyway (to ``dropped``)."""
+    kept = []
+    for memory in candidates:
+        ids = str(memory.record.metadata.get("message_ids") or "").split()
+        if ids and shown.issuperset(ids):
+            dropped.append((memory, "in the conversation"))
+        else:
+            kept.append(memory)
+    return kept
+
+
 def recall_steps(
     scope: Scope,
     layout: MemoryLayout,
@@ -442,6 +456,7 @@ def recall_steps(
     query: str | None = None,
     now: datetime | None = None,
     as_of: TimeLike | None = None,
+    shown: Collection[str] | None = None,
 ) -> StoreSteps[Recall]:
     """Search, rank and fit what the model should see before it answers.
 
@@ -458,6 +473,9 @@ def recall_steps(
             measured from it, and what was written after it (``created_at``) is left out, as
             if it were not stored; a fact superseded after it is still current. A ``datetime``
             (naive: UTC) or anything :func:`~langmem_plugin.core.times.read_time` reads.
+        shown: the ids of the messages the model will see with this recall: an exchange whose
+            messages are all among them is left out (``"in the conversation"``), so the model is
+            never sent the same exchange twice.
 
     Raises:
         ScopeError: the scope lacks the ids of every searched compartment (a compartment it
@@ -516,6 +534,8 @@ def recall_steps(
             now=now,
         )
     dropped: list[tuple[StoredMemory, str]] = []
+    if shown:
+        candidates = _not_shown(candidates, set(shown), dropped)
     ranked = _rank(candidates, config, now, dropped, when)
 
     memories = MemoriesFitter(budgets.memories, config.model, query)
