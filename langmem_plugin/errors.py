@@ -32,7 +32,11 @@ The tree::
     │   │                                     it refused the key, it has no such model, no key was given;
     │   │                                     says what was called (class, model, base URL), why, and the fix
     │   ├── ChatModelError                    ... a chat model's call
-    │   └── EmbeddingsError                   ... an embeddings call (e.g. the one that learns the dims)
+    │   │   └── ChatModelUnavailableError     ... that may answer if asked again
+    │   ├── EmbeddingsError                   ... an embeddings call (e.g. the one that learns the dims)
+    │   │   └── EmbeddingsUnavailableError    ... that may answer if asked again
+    │   └── ProviderUnavailableError          ... no answer, a rate limit, an HTTP 5xx: a ConnectionError
+    │                                         too, so retry policies retry it (the two above are ones)
     └── StoreError (RuntimeError)             the storage engine failed
         ├── StoreLockedError                  another process holds the store's path
         ├── StoreFileError                    a store directory's files are unusable: store.json garbled,
@@ -53,10 +57,12 @@ from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNames
 __all__ = [
     "BlockingCallError",
     "ChatModelError",
+    "ChatModelUnavailableError",
     "CompartmentError",
     "ConfigurationError",
     "EmbedderMismatchError",
     "EmbeddingsError",
+    "EmbeddingsUnavailableError",
     "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidRecordError",
@@ -69,6 +75,7 @@ __all__ = [
     "OfflineResourceError",
     "PlanError",
     "ProviderError",
+    "ProviderUnavailableError",
     "ReadOnlyError",
     "ScopeError",
     "StoreConfigMismatchError",
@@ -252,6 +259,21 @@ class EmbeddingsError(ProviderError):
     """An embeddings provider's call failed, or the embedder could not be made (see
     :class:`ProviderError`): the call that learns the dimension of its vectors, or one that
     embeds what a store writes or searches."""
+
+
+class ProviderUnavailableError(ProviderError, ConnectionError):
+    """A provider that may answer if asked again: its server did not answer (down, a timeout) or
+    asked to wait (rate limit, HTTP 5xx). A ``ConnectionError`` too, so the retries of LangGraph's
+    ``RetryPolicy`` and of the background writer retry it as they retried the provider's own
+    exception."""
+
+
+class ChatModelUnavailableError(ChatModelError, ProviderUnavailableError):
+    """A chat model that may answer if asked again (see :class:`ProviderUnavailableError`)."""
+
+
+class EmbeddingsUnavailableError(EmbeddingsError, ProviderUnavailableError):
+    """An embeddings provider that may answer if asked again (see :class:`ProviderUnavailableError`)."""
 
 
 class StoreError(LangMemPluginError, RuntimeError):

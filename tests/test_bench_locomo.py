@@ -332,7 +332,7 @@ def test_product_rows_import_history_and_measure_what_recall_injects(data: Path)
     result = run_locomo_bench(data, variants=("bm25-turns", *stores), embeddings=FakeEmbeddings(64))
     lexical, product, qdrant, inmemory, sqlite = result.variants
     assert product.name == "product: import_history + Memory.recall, Memory() (the default)"
-    assert inmemory.name == "product: the same, LangGraph's InMemoryStore (dense only)"
+    assert inmemory.name == "product: the same, LangGraph's InMemoryStore (its vectors + our BM25)"
     assert "CheckpointerStore" in sqlite.name
     for row in (product, qdrant, inmemory, sqlite):
         assert row.injected

@@ -25,11 +25,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_openai import OpenAIEmbeddings
 from langgraph.graph import StateGraph
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import default_retry_on
 from pydantic import SecretStr
 
 from langmem_plugin import Memory, MemoryState, QdrantStore, memory_index
 from langmem_plugin.core.embeddings import known_dims, resolve_embeddings
-from langmem_plugin.errors import ConfigurationError, EmbeddingsError, ProviderError
+from langmem_plugin.errors import (
+    ConfigurationError,
+    EmbeddingsError,
+    EmbeddingsUnavailableError,
+    ProviderError,
+)
 from langmem_plugin.testing import ScriptedChatModel
 
 DIMS = 48  # what the server's model makes: a dimension no table of known models has
@@ -205,6 +211,9 @@ def test_a_server_that_is_down_is_an_embeddings_error_that_says_why_what_and_the
     assert type(caught.value.__cause__).__name__ == "APIConnectionError"
     assert isinstance(caught.value, ProviderError)
     assert isinstance(caught.value, RuntimeError)
+    # a server that may answer later: a ConnectionError too, which LangGraph's RetryPolicy retries
+    assert isinstance(caught.value, EmbeddingsUnavailableError)
+    assert default_retry_on(caught.value)
 
 
 def test_memory_index_names_the_server_when_its_probe_fails(closed_url: str) -> None:
@@ -227,8 +236,12 @@ async def test_a_server_down_at_a_write_with_dims_given_says_the_write_stored_no
 
 def test_a_refused_key_and_an_unknown_model_say_so(server: Server) -> None:
     store = QdrantStore(":memory:", index={"embed": _embeddings(server.url, key="sk-wrong")})
-    with pytest.raises(EmbeddingsError, match=r"refused the API key \(HTTP 401\).*check the API key"):
+    with pytest.raises(
+        EmbeddingsError, match=r"refused the API key \(HTTP 401\).*check the API key"
+    ) as refused:
         store.put(("docs",), "a", {"text": "green tea"})
+    assert not isinstance(refused.value, ConnectionError)  # asking again changes nothing: not retried
+    assert not default_retry_on(refused.value)
     store = QdrantStore(":memory:", index={"dims": DIMS, "embed": _embeddings(server.url, model="nomic")})
     with pytest.raises(EmbeddingsError, match=r"no such model.*ollama pull"):
         store.put(("docs",), "a", {"text": "green tea"})

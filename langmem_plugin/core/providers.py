@@ -22,7 +22,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from langmem_plugin.errors import LangMemPluginError, ProviderError, redacted_url
+from langmem_plugin.errors import (
+    ChatModelError,
+    ChatModelUnavailableError,
+    EmbeddingsError,
+    EmbeddingsUnavailableError,
+    LangMemPluginError,
+    ProviderError,
+    ProviderUnavailableError,
+    redacted_url,
+)
 
 __all__ = ["base_url", "describe", "is_provider_failure", "provider_error"]
 
@@ -173,6 +182,26 @@ def _what_happened(exc: BaseException, url: str | None) -> tuple[str, str]:
     return "it failed", f"check {server}, the model name and the API key"
 
 
+#: The error of a provider that may answer if asked again, for each error a caller asks for.
+_UNAVAILABLE: dict[type[ProviderError], type[ProviderError]] = {
+    ProviderError: ProviderUnavailableError,
+    ChatModelError: ChatModelUnavailableError,
+    EmbeddingsError: EmbeddingsUnavailableError,
+}
+
+
+def _may_answer_again(exc: BaseException) -> bool:
+    """Whether the provider may answer the same call later: no answer, a rate limit, an HTTP 5xx."""
+    names, status = _names(exc), _status(exc)
+    if status is not None:
+        return status == 429 or status >= 500
+    if "RateLimitError" in names or "InternalServerError" in names:
+        return True
+    return any(isinstance(e, ConnectionError | TimeoutError) for e in _chain(exc)) or bool(
+        _CONNECTION_FAILURES & names
+    )
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     line = lines[0] if lines else ""
@@ -210,6 +239,8 @@ def provider_error(
     """
     what = describe(provider)
     happened, provider_fix = _what_happened(exc, None if isinstance(provider, str) else base_url(provider))
+    if called and _may_answer_again(exc):
+        error = _UNAVAILABLE.get(error, error)
     fixes = "; or ".join(f for f in (provider_fix, fix) if f)
     said = f"was called {reason}, and {happened}" if called else f"could not be made{reason}: {happened}"
     message = f"{what} {said} ({_first_line(exc)}). Fix: {fixes}."

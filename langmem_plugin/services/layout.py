@@ -259,7 +259,8 @@ class MemoryLayout:
         limit = self.limits_for(comp).max_items
         return MemoryLimitError(
             f"{comp.value} memory is full: it holds {count} memories and the limit is {limit}. "
-            "Fix: delete or merge memories that are no longer needed (delete_memory / clear_memory), "
+            "Fix: delete memories that are no longer needed or fold several into one (delete_memory, "
+            "update_memory), "
             "or raise the limit in MemoryLayout(limits=...)."
         )
 

@@ -30,7 +30,7 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_plugin.core.embeddings import EmbeddingsSpec
+from langmem_plugin.core.embeddings import EmbeddingsSpec, resolve_embeddings
 from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
 from langmem_plugin.errors import ConfigurationError, shown
@@ -62,7 +62,7 @@ from langmem_plugin.services.upkeep import (
 )
 from langmem_plugin.stores import lexical_view
 from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of, state_of
-from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, memory_index
+from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, dims_given, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces._inspecting import InspectingMethods
 from langmem_plugin.surfaces.callbacks import (
@@ -228,6 +228,9 @@ class Memory(DocumentMethods, InspectingMethods):
                 "the dimension of the default store's embedder. Fix: give the store's own index its "
                 "dims (index={'dims': ..., 'embed': ...}), and leave dims= out."
             )
+        if store is None:  # what can be checked without a call is checked now, not at first use
+            dims = dims_given(dims)
+            embeddings = resolve_embeddings(embeddings)
         self._source = StoreSource(
             store,
             lambda: default_store(embeddings, path=path, dims=dims),
