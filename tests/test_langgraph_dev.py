@@ -166,3 +166,18 @@ def test_a_server_that_is_not_there_is_a_store_error_naming_it() -> None:
         pytest.raises(StoreError, match=rf"{re.escape(url)} did not answer"),
     ):
         store.get(("memories",), "k")
+
+
+async def test_the_server_store_from_async_code(server: str) -> None:
+    _run(server, "remember my tea is sencha", "mika")
+    store = LangGraphServerStore(server)
+    try:
+        found = await store.asearch(("memories", "user", "mika"), limit=100)
+        assert "my tea is sencha" in {item.value["content"] for item in found}
+        assert await store.aget(("memories", "user", "mika"), "no-such-key") is None
+        await store.aput(("notes", "mika"), "k", {"content": "written from outside"})
+        assert (await store.aget(("notes", "mika"), "k")).value["content"] == "written from outside"  # type: ignore[union-attr]
+        await store.adelete(("notes", "mika"), "k")
+        assert await store.aget(("notes", "mika"), "k") is None
+    finally:
+        await store.aclose()

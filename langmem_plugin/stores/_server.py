@@ -14,7 +14,7 @@ view shows, and ``Memory(LangGraphServerStore(url))`` works with them from outsi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,9 +32,13 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError, StoreError
 
 __all__ = ["LangGraphServerStore"]
+
+#: One SDK call: the store client's method name, its positional and its keyword arguments.
+_Call = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 
 def _when(value: Any) -> datetime:
@@ -147,29 +151,24 @@ class LangGraphServerStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Each op as one Store API request, in order."""
         client = self._client()
-        out: list[Result] = []
-        for op in ops:
-            name, args, kwargs, convert = self._request(op)
-            try:
-                raw = getattr(client, name)(*args, **kwargs)
-            except httpx.HTTPStatusError as exc:
-                if isinstance(op, GetOp) and exc.response.status_code == 404:
-                    out.append(None)
-                    continue
-                raise self._failed(exc) from exc
-            except httpx.HTTPError as exc:
-                raise self._failed(exc) from exc
-            out.append(convert(raw))
-        return out
+        return run_steps(self._calls(ops), lambda call: getattr(client, call[0])(*call[1], **call[2]))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch`, from async code."""
         client = self._aclient()
+
+        async def send(call: _Call) -> Any:
+            return await getattr(client, call[0])(*call[1], **call[2])
+
+        return await arun_steps(self._calls(ops), send)
+
+    def _calls(self, ops: Iterable[Op]) -> Generator[_Call, Any, list[Result]]:
+        """The SDK call of each op (sent by the driver), and the op's result from its answer."""
         out: list[Result] = []
         for op in ops:
             name, args, kwargs, convert = self._request(op)
             try:
-                raw = await getattr(client, name)(*args, **kwargs)
+                raw = yield (name, args, kwargs)
             except httpx.HTTPStatusError as exc:
                 if isinstance(op, GetOp) and exc.response.status_code == 404:
                     out.append(None)
