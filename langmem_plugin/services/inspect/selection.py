@@ -135,10 +135,10 @@ def collect_steps(
     stopped at the bound with items left."""
     found: list[Item] = []
     read = 0
-    chunk = _CHUNK
+    # All at once when all are wanted; else chunks that double: a store lists a page at an offset
+    # by reading what comes before it, so equal chunks would read the first ones again and again.
+    chunk = SCAN if enough is None else _CHUNK
     while read < SCAN:
-        # Chunks double: a store lists a page at an offset by reading what comes before it, so
-        # equal chunks would read the first ones again and again (20 times at the bound).
         chunk = min(chunk, SCAN - read)
         (items,) = yield [
             SearchOp(namespace, filter=store_filter or None, limit=chunk, offset=read, refresh_ttl=False)
