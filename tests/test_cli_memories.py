@@ -242,10 +242,14 @@ def test_offset_and_limit_page_through_the_same_listing(
     assert last.rstrip().endswith("no more")
 
 
-def test_a_thread_lists_its_session_memory(written: Written, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_thread_lists_everything_of_it(written: Written, capsys: pytest.CaptureFixture[str]) -> None:
     page = _json(capsys, "memories", "list", "--store", written.store, "--thread", "t9")
-    assert page["compartment"] == "session"
-    assert [row["content"] for row in page["rows"]] == ["User: Book a table for two\nAssistant: Done."]
+    assert page["compartment"] == "thread"  # its session memory and its users' exchanges from it
+    assert "User: Book a table for two\nAssistant: Done." in [row["content"] for row in page["rows"]]
+    argv = ("memories", "list", "--store", written.store, "--thread", "t9", "--compartment", "session")
+    session = _json(capsys, *argv)
+    assert session["compartment"] == "session"
+    assert [row["content"] for row in session["rows"]] == ["User: Book a table for two\nAssistant: Done."]
 
 
 # --------------------------------------------------------------------------- search, show, history

@@ -45,7 +45,9 @@ def _add_memories(commands: Any) -> None:
     common = _Parser(add_help=False)
     common.add_argument("--store", required=True, metavar="STORE", help=_STORE)
     common.add_argument("--user", default=None, metavar="USER_ID", help="the user whose memory to read")
-    common.add_argument("--thread", default=None, metavar="THREAD_ID", help="the thread (session memory)")
+    common.add_argument(
+        "--thread", default=None, metavar="THREAD_ID", help="the thread (list: everything of it)"
+    )
     common.add_argument("--json", action="store_true", help="print one JSON document instead of a table")
     _store_options(common)
 
@@ -63,7 +65,10 @@ def _add_memories(commands: Any) -> None:
         "--compartment",
         choices=["user", "session", "knowledge", "results"],
         default=None,
-        help="which memory (default: user with --user, session with --thread, knowledge with --agent)",
+        help=(
+            "which memory (default: user with --user; with --thread alone, everything of the thread: "
+            "its session memory and what its users' memory holds from it; knowledge with --agent)"
+        ),
     )
     listing.add_argument("--agent", default=None, help="the agent whose knowledge to list")
     listing.add_argument("--kind", default=None, help="only memories of this kind (fact, episode, ...)")
@@ -124,7 +129,7 @@ def _memories_output(args: argparse.Namespace, inspector: Inspector) -> str:
         return out.json_text(catalog.as_dict()) if args.json else out.catalog_text(catalog, store=args.store)
     if args.action == "list":
         page = inspector.page(
-            args.compartment or ("user" if user else "session" if thread else "knowledge"),
+            args.compartment or ("user" if user else "thread" if thread else "knowledge"),
             user_id=user,
             thread_id=thread,
             agent=args.agent,
