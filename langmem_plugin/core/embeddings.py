@@ -396,6 +396,13 @@ class _FunctionEmbeddings(Embeddings):
 
 _LOCAL_MODELS = {"all-minilm-l6-v2", "minilm", "default"}
 _LOCAL_INT8_MODELS = {"all-minilm-l6-v2-int8", "minilm-int8"}
+_LOCAL_E5_MODELS = {"multilingual-e5-small", "e5-small", "multilingual"}
+
+
+def _multilingual_e5() -> Embeddings:
+    from langmem_plugin.core.multilingual import MultilingualE5Embeddings  # core/multilingual.py
+
+    return MultilingualE5Embeddings()
 
 
 def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
@@ -404,7 +411,9 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
     Args:
         spec: ``None`` or ``"local"`` / ``"local:all-MiniLM-L6-v2"`` for the offline
             default (``"local:all-MiniLM-L6-v2-int8"``: with int8 products, the ``int8``
-            extra); an ``Embeddings``; a function ``texts -> vectors``; or
+            extra; ``"local:multilingual-e5-small"``: multilingual-e5-small, the
+            ``multilingual`` extra, :mod:`langmem_plugin.core.multilingual`); an
+            ``Embeddings``; a function ``texts -> vectors``; or
             ``"openai:text-embedding-3-small"`` (any ``"provider:model"`` that
             ``langchain.embeddings.init_embeddings`` knows, when ``langchain`` is installed).
 
@@ -428,6 +437,8 @@ def resolve_embeddings(spec: EmbeddingsSpec | None = None) -> Embeddings:
         return MiniLMEmbeddings()
     if provider == "local" and model.lower() in _LOCAL_INT8_MODELS:
         return MiniLMEmbeddings(quantized=True)
+    if provider == "local" and model.lower() in _LOCAL_E5_MODELS:
+        return _multilingual_e5()
     if model:
         return _provider_embeddings(spec, provider, model)
     raise UnknownEmbeddingsError(
@@ -473,6 +484,7 @@ def _provider_embeddings(spec: str, provider: str, model: str) -> Embeddings:
 LOCAL_EMBEDDERS: dict[str, Callable[[], Embeddings]] = {
     "all-MiniLM-L6-v2": MiniLMEmbeddings,
     "all-MiniLM-L6-v2-int8": lambda: MiniLMEmbeddings(quantized=True),
+    "multilingual-e5-small": _multilingual_e5,
 }
 
 
