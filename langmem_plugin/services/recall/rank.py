@@ -56,6 +56,7 @@ from langmem_plugin.services.operations import StoredMemory, access_ops, to_stor
 from langmem_plugin.services.plan import plan_prompt_lines
 from langmem_plugin.services.recall.answer import Considered, Recall, RecalledItem, TokenBudgets
 from langmem_plugin.services.recall.fit import (
+    FitConfig,
     Fitter,
     MemoriesFitter,
     knowledge_line,
@@ -121,6 +122,8 @@ class RecallConfig:
             :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` with this config
             (default: the store's dense and BM25 candidates fused by score, with
             the neighbour and session lifts), or ``None`` for the store's own ``search``.
+        fit: how the memories section spends its budget (:class:`~.fit.FitConfig`: a wide
+            question's share and items, near duplicates).
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
@@ -137,6 +140,7 @@ class RecallConfig:
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
     retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
+    fit: FitConfig = field(default_factory=FitConfig)
 
     def __post_init__(self) -> None:
         comps = tuple(parse_compartment(c) for c in self.compartments)
@@ -538,7 +542,8 @@ def recall_steps(
         candidates = _not_shown(candidates, set(shown), dropped)
     ranked = _rank(candidates, config, now, dropped, when)
 
-    memories = MemoriesFitter(budgets.memories, config.model, query)
+    memories = MemoriesFitter(budgets.memories, config.model, query, config.fit)
+    max_items = memories.item_limit(config.max_items)
     knowledge = Fitter("[agent knowledge]", budgets.knowledge, config.model)
     items: list[RecalledItem] = []
     injected: list[StoredMemory] = []
@@ -546,14 +551,14 @@ def recall_steps(
     for place, (score, relevance, memory) in enumerate(ranked, 1):
         hit = signals.get((memory.namespace, memory.id))
         rank = {"score": round(score, 4), "rank": place}
-        if len(items) >= config.max_items:
+        if len(items) >= max_items:
             considered.append(
                 _considered(memory.id, memory.compartment, memory.record, "max items", hit, relevance, **rank)
             )
             continue
         is_knowledge = memory.compartment is Compartment.KNOWLEDGE
         cost = knowledge.add(knowledge_line(memory)) if is_knowledge else memories.add(memory)
-        outcome = "over budget" if cost is None else "injected"
+        outcome = "injected" if cost is not None else "over budget" if is_knowledge else memories.refusal
         considered.append(
             _considered(
                 memory.id, memory.compartment, memory.record, outcome, hit, relevance, **rank, tokens=cost
