@@ -12,8 +12,13 @@ from a month table of our own:
 - relative expressions and a month without a year are measured from ``now`` (recall's time, or
   its ``as_of``), toward the past;
 - an expression is used only when it holds a digit, or two words or more that are not the
-  language's own filler words (dateparser's ``skip`` list: "the", "at", "of", ...): a lone word
-  such as "may" in "she may go", "the march" or "the sun at the" is not read as a time;
+  language's own filler words (dateparser's ``skip`` list: "the", "at", "of", ...), or is one
+  of the language's relative dates in dateparser's own table ("yesterday", "gestern", "ayer",
+  "hier", "昨日", "la semana pasada"; not "now"): a lone word such as "may" in "she may go",
+  "the march" or "the sun at the" is not read as a time;
+- the relative dates of that table are also found where dateparser's search misses them
+  ("la semaine dernière", "先週" inside a sentence), and so are dates written with 年, 月 and
+  日 ("2023年5月");
 - a period in the future of ``now`` is dropped: memory holds what was said before it.
 
 Languages must be given: with dateparser's language detection every question costs tens of
@@ -30,6 +35,9 @@ milliseconds and common words ("do", "pet") read as dates. Unknown codes raise
 [('2023-05-01', '2023-06-01')]
 >>> question_periods("Did she say she may come?", now)
 ()
+>>> [(p.start.date().isoformat(), p.granularity) for p in question_periods(
+...     "¿Adónde fui la semana pasada?", now, ("en", "es"))]
+[('2024-01-22', 'week')]
 """
 
 from __future__ import annotations
@@ -45,9 +53,12 @@ from langmem_plugin.errors import ConfigurationError
 
 __all__ = ["Period", "check_languages", "question_periods"]
 
+_CJK_LANGUAGES = frozenset({"ja", "zh", "zh-Hans", "zh-Hant", "yue"})  # dates in 年, 月, 日
 _MAX_QUERY_CHARS = 2_000  # a question longer than this is read from its start only
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")  # a phrase written with letters is found as whole words
+_CJK_DATE = re.compile(r"\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?|\d{1,2}月\d{1,2}日")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +106,27 @@ def _filler(languages: tuple[str, ...]) -> frozenset[str]:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _relative(languages: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str]]:
+    """The languages' relative dates in dateparser's table ("yesterday", "先週"), but "now",
+    lowercased; and a pattern that finds them, longest first, as whole words where they are
+    written with letters."""
+    from dateparser.languages.loader import default_loader
+
+    phrases = {
+        str(phrase).lower()
+        for code in languages
+        for key, listed in default_loader.get_locale(code).info.get("relative-type", {}).items()
+        if not str(key).startswith("0 second")
+        for phrase in listed
+    }
+    alternatives = (
+        rf"(?<!\w){re.escape(p)}(?!\w)" if _LATIN.search(p) else re.escape(p)
+        for p in sorted(phrases, key=len, reverse=True)
+    )
+    return frozenset(phrases), re.compile("|".join(alternatives) or r"(?!)", re.IGNORECASE)
+
+
 @functools.cache
 def _known_languages() -> frozenset[str]:
     from dateparser.languages.loader import default_loader
@@ -131,9 +163,18 @@ def _periods(query: str, base: datetime, languages: tuple[str, ...]) -> tuple[Pe
         return ()
     periods: list[Period] = []
     filler = _filler(languages)
-    for text, _ in found:
-        if not _DIGIT.search(text) and sum(w.lower() not in filler for w in _WORD.findall(text)) < 2:
-            continue
+    relative, pattern = _relative(languages)
+    texts = [
+        text
+        for text, _ in found
+        if _DIGIT.search(text)
+        or text.strip().lower() in relative
+        or sum(w.lower() not in filler for w in _WORD.findall(text)) >= 2
+    ]
+    texts += [m.group() for m in pattern.finditer(query)]
+    if any(code in _CJK_LANGUAGES for code in languages):
+        texts += _CJK_DATE.findall(query)
+    for text in texts:
         period = _period(text, base, languages)
         if period is not None and period.start <= base.replace(tzinfo=UTC) and period not in periods:
             periods.append(period)
