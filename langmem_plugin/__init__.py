@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # type checkers see every name; at run time each is imported 
         add_documents,
         trim_window,
     )
+    from langmem_plugin.services.agents import AgentRules
     from langmem_plugin.services.context import ContextConfig, ResultsConfig
     from langmem_plugin.services.upkeep import ExtractionConfig
     from langmem_plugin.stores import CheckpointerStore
@@ -77,6 +78,7 @@ _LAZY: dict[str, str] = {
         ],
         "langmem_plugin.services",
     ),
+    "AgentRules": "langmem_plugin.services.agents",
     "ContextConfig": "langmem_plugin.services.context",
     "ResultsConfig": "langmem_plugin.services.context",
     "ExtractionConfig": "langmem_plugin.services.upkeep",
@@ -119,6 +121,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 install_offline_encodings()
 
 __all__ = [
+    "AgentRules",
     "CheckpointerStore",
     "Compartment",
     "CompartmentLimits",

@@ -25,6 +25,8 @@ The tree::
     ├── MemoryNotFoundError (KeyError)        no memory with that id in the caller's compartments
     ├── MemoryLimitError (ValueError)         a compartment is full, or a memory is too long for it
     ├── CompartmentError (ValueError)         an unknown compartment, or one this surface may not use
+    │   └── AgentAccessError                  a sub-agent's change of a compartment its rule makes
+    │                                         read-only to it, or of a memory that is not its own
     ├── MissingDependencyError (ImportError)  an optional extra is not installed
     ├── OfflineResourceError (RuntimeError)   a bundled file (token encoding, model) is missing or corrupt
     ├── PlanError (ValueError)                a plan change that does not apply (unknown step, bad transition)
@@ -55,6 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
 
 __all__ = [
+    "AgentAccessError",
     "BlockingCallError",
     "ChatModelError",
     "ChatModelUnavailableError",
@@ -217,6 +220,22 @@ class MemoryLimitError(LangMemPluginError, ValueError):
 
 class CompartmentError(LangMemPluginError, ValueError):
     """A compartment name that does not exist, or that this tool set is not allowed to use."""
+
+
+class AgentAccessError(CompartmentError):
+    """A change a sub-agent may not make: a write to a compartment that is read-only to it
+    (:class:`~langmem_plugin.services.agents.AgentRules`), or a promotion of a memory that is
+    not the caller's. Nothing is read or written.
+
+    Attributes:
+        agent: the agent that asked.
+        compartment: the compartment it asked to change.
+    """
+
+    def __init__(self, message: str, *, agent: str = "", compartment: str = "") -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.compartment = compartment
 
 
 class MissingDependencyError(LangMemPluginError, ImportError):

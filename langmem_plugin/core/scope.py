@@ -83,6 +83,8 @@ def _context_items(context: Any) -> dict[str, Any]:
 # character (Unicode category Cc: U+0000-U+001F, U+007F-U+009F) or a lone surrogate.
 _NOT_IN_ID = re.compile("[.\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _ID_KEYS = frozenset(_KNOWN) | frozenset(_ALIASES)
+# What a node name cannot keep as it is in a derived agent name (percent-encoded there).
+_NOT_IN_PATH = re.compile("[%./\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def exact_id(key: str, value: Any, *, uuid_ok: bool = False) -> str:
@@ -163,9 +165,15 @@ class Scope:
     Attributes:
         user_id: whose long-term memory.
         thread_id: which conversation (session memory, plan, tool results).
-        agent: which agent's knowledge.
+        agent: which agent runs: its knowledge, and the rules of
+            :class:`~langmem_plugin.services.agents.AgentRules` when it is a sub-agent.
         run_id: which run (run memory).
         extra: any other string values found in the config or context.
+        subagent: the run is a sub-agent's (a subgraph, an agent run inside another agent's
+            tool, or surfaces made by ``memory.agent(name)``), to which the compartments' rules
+            across agents apply; the top of the graph is never one.
+        root_agent: the agent the top of the graph runs as (its ``agent``), which a sub-agent
+            reads the shared knowledge of.
     """
 
     user_id: str | None = None
@@ -173,15 +181,23 @@ class Scope:
     agent: str | None = None
     run_id: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    subagent: bool = field(default=False, repr=False)
+    root_agent: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         """Every id given goes through :func:`exact_id`: a scope never holds one that is not exact."""
-        for key in _KNOWN:
+        for key in (*_KNOWN, "root_agent"):
             value = getattr(self, key)
             if value is not None:
                 text = exact_id(key, value, uuid_ok=key == "run_id")
                 if text is not value:
                     object.__setattr__(self, key, text)
+        if self.subagent and self.agent is None:
+            raise ScopeError(
+                "agent",
+                "a sub-agent's scope needs its agent name. Fix: name it (memory.agent('researcher'), "
+                "create_agent(..., name='researcher')).",
+            )
 
     @classmethod
     def from_config(cls, config: RunnableConfig | Mapping[str, Any] | None, *, context: Any = None) -> Scope:
@@ -210,8 +226,8 @@ class Scope:
         run_id = config.get("run_id")
         if "run_id" not in values and run_id is not None:
             values["run_id"] = exact_id("run_id", run_id, uuid_ok=True)
-        known = {k: values.pop(k, None) for k in _KNOWN}
-        return cls(**known, extra=values)
+        user_id, thread_id, agent, run_id = (values.pop(k, None) for k in _KNOWN)
+        return cls(user_id, thread_id, agent, run_id, extra=values)
 
     @classmethod
     def from_runtime(cls, runtime: Any, config: RunnableConfig | Mapping[str, Any] | None = None) -> Scope:
@@ -232,6 +248,16 @@ class Scope:
         if (run_id, thread_id) != (scope.run_id, scope.thread_id):
             scope = dataclasses.replace(scope, run_id=run_id, thread_id=thread_id)
         return scope
+
+    def as_subagent(self, agent: str) -> Scope:
+        """This scope for the sub-agent ``agent`` run under it (``memory.agent(name)``'s surfaces).
+
+        Raises:
+            ScopeError: ``agent`` is not an exact id (:func:`exact_id`).
+        """
+        name = exact_id("agent", agent)
+        root = self.root_agent if self.subagent else self.agent
+        return dataclasses.replace(self, agent=name, subagent=True, root_agent=root)
 
     def get(self, key: str) -> str | None:
         """The value of ``key`` (``user_id``, ..., or a key of ``extra``), or ``None``."""
@@ -415,6 +441,44 @@ def resolve_scope(
         }
         configurable.update((config or {}).get("configurable") or {})
         config = {**(config or {}), "configurable": configurable}
-    if runtime is not None:
-        return Scope.from_runtime(runtime, config)
-    return Scope.from_config(config)
+    scope = Scope.from_runtime(runtime, config) if runtime is not None else Scope.from_config(config)
+    return _as_run_agent(scope, config, metadata)
+
+
+def _subgraph_path(namespace: str) -> tuple[str, ...]:
+    """The node names of the subgraphs a checkpoint namespace runs in (``""``, ``"node:id"``: none),
+    percent-encoded where a name holds what an id cannot (``"Mw.before_model"``: ``"Mw%2Ebefore_model"``;
+    one-to-one, so two nodes never become one agent)."""
+    return tuple(
+        _NOT_IN_PATH.sub(lambda m: f"%{ord(m.group()):02X}", part.split(":", 1)[0])
+        for part in namespace.split("|")[:-1]
+        if part
+    )
+
+
+def _as_run_agent(
+    scope: Scope, config: RunnableConfig | Mapping[str, Any] | None, metadata: Mapping[str, Any] | None
+) -> Scope:
+    """``scope`` with the agent the run says it is (module :mod:`langmem_plugin.services.agents`).
+
+    At the top of the graph the agent is the config's or context's ``agent``. Inside a subgraph — a compiled graph as a node, an agent
+    invoked in a tool — the run is a sub-agent: its name is the nearest ``create_agent(name=...)``
+    (``lc_agent_name``), else the path of the subgraph's node names (``"team/writer"``); the
+    ``agent`` the parent's config carries names the root, not it.
+    """
+    places = [(config or {}).get("metadata") or {}, metadata or {}, (config or {}).get("configurable") or {}]
+    namespace = next(
+        (
+            str(place[key])
+            for place in places
+            for key in ("langgraph_checkpoint_ns", "checkpoint_ns")
+            if isinstance(place.get(key), str) and place.get(key)
+        ),
+        "",
+    )
+    named = next((place["lc_agent_name"] for place in places if place.get("lc_agent_name")), None)
+    path = _subgraph_path(namespace)
+    if not path:
+        return scope
+    agent = exact_id("agent", named) if named is not None else "/".join(path)
+    return dataclasses.replace(scope, agent=agent, subagent=True, root_agent=scope.agent)

@@ -50,6 +50,14 @@ class StoreSource:
         self._default: BaseStore | None = None
         self._lock = threading.Lock()
 
+    #: The sub-agent whose surfaces use this source (``memory.agent(name)``); ``None``: the run says.
+    agent: str | None = None
+
+    def as_agent(self, agent: str) -> StoreSource:
+        """This source for the surfaces of the sub-agent ``agent``: the same stores (the default made
+        once, for both), and every scope resolved through it runs as ``agent``."""
+        return _AgentSource(self, agent)
+
     @property
     def made(self) -> BaseStore | None:
         """The default store, if it was made (the one a ``Memory`` closes)."""
@@ -85,3 +93,27 @@ class StoreSource:
             if self.runtime_first
             else "StoreSource(the default)"
         )
+
+
+class _AgentSource(StoreSource):
+    """A :class:`StoreSource` that is another's, for the surfaces of one sub-agent."""
+
+    def __init__(self, parent: StoreSource, agent: str) -> None:
+        super().__init__(
+            parent.given, parent._make_default, view=parent._view, runtime_first=parent.runtime_first
+        )
+        self._parent = parent
+        self.agent = agent
+
+    @property
+    def made(self) -> BaseStore | None:
+        return self._parent.made
+
+    def own(self) -> BaseStore:
+        return self._parent.own()
+
+    def as_agent(self, agent: str) -> StoreSource:
+        return _AgentSource(self._parent, agent)
+
+    def __repr__(self) -> str:
+        return f"{self._parent!r} as the agent {self.agent!r}"

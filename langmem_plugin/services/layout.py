@@ -58,7 +58,14 @@ from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.bounded import item_limits
 from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys, templates_may_meet
-from langmem_plugin.errors import CompartmentError, ConfigurationError, MemoryLimitError, ScopeError
+from langmem_plugin.errors import (
+    AgentAccessError,
+    CompartmentError,
+    ConfigurationError,
+    MemoryLimitError,
+    ScopeError,
+)
+from langmem_plugin.services.agents import AgentRules, Sharing
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -97,6 +104,14 @@ STORED_COMPARTMENTS: tuple[Compartment, ...] = (
     Compartment.KNOWLEDGE,
     Compartment.RESULTS,
 )
+
+# The stored compartments a sub-agent may have its own of (knowledge is keyed by agent already).
+_PRIVATE = (Compartment.USER, Compartment.SESSION, Compartment.RESULTS)
+
+
+def _private(template: NamespaceTemplate) -> NamespaceTemplate:
+    return (template[0], "agent", "{agent}", *template[1:])
+
 
 DEFAULT_NAMESPACES: Mapping[Compartment, NamespaceTemplate] = MappingProxyType(
     {
@@ -167,11 +182,15 @@ class MemoryLayout:
         namespaces: a template per stored compartment; missing ones use :data:`DEFAULT_NAMESPACES`.
         limits: limits per compartment; missing ones use :data:`DEFAULT_LIMITS`.
         default_agent: the agent name used when the scope has none (knowledge namespace).
+        agents: what each compartment is to a sub-agent (:class:`~langmem_plugin.services.agents.AgentRules`):
+            :meth:`namespace` gives an isolated sub-agent its own namespace (:meth:`private_template`)
+            and refuses its writes to a read-only one.
     """
 
     namespaces: Mapping[Compartment | str, NamespaceTemplate] = field(default_factory=dict)
     limits: Mapping[Compartment | str, CompartmentLimits] = field(default_factory=dict)
     default_agent: str = "assistant"
+    agents: AgentRules = field(default_factory=AgentRules)
 
     def __post_init__(self) -> None:
         namespaces = dict(DEFAULT_NAMESPACES)
@@ -190,14 +209,21 @@ class MemoryLayout:
             if not isinstance(value, CompartmentLimits):
                 raise ConfigurationError(f"limits[{key!r}] must be a CompartmentLimits, got {value!r}")
             limits[parse_compartment(key)] = value
-        for i, one in enumerate(STORED_COMPARTMENTS):  # no id of one may reach another's namespace
-            for two in STORED_COMPARTMENTS[i + 1 :]:
-                if templates_may_meet(namespaces[one], namespaces[two]):
+        if not isinstance(self.agents, AgentRules):
+            raise ConfigurationError(
+                f"agents must be an AgentRules, got {self.agents!r}. "
+                "Fix: MemoryLayout(agents=AgentRules(...)).",
+            )
+        places = [(c.value, namespaces[c]) for c in STORED_COMPARTMENTS]
+        places += [(f"{c.value} (a sub-agent's own)", _private(namespaces[c])) for c in _PRIVATE]
+        for i, (one, first) in enumerate(places):  # no id of one may reach another's namespace
+            for two, second in places[i + 1 :]:
+                if templates_may_meet(first, second):
                     raise ConfigurationError(
-                        f"the {one.value} and {two.value} compartments could share one namespace: "
-                        f"{namespaces[one]!r} and {namespaces[two]!r} fill alike for some ids (or one "
+                        f"the {one} and {two} compartments could share one namespace: "
+                        f"{first!r} and {second!r} fill alike for some ids (or one "
                         "inside the other). Fix: give each its own fixed label, e.g. ('memories', "
-                        f"'{one.value}', ...)."
+                        f"'{one.split()[0]}', ...)."
                     )
         object.__setattr__(self, "namespaces", MappingProxyType(namespaces))
         object.__setattr__(self, "limits", MappingProxyType(limits))
@@ -206,15 +232,48 @@ class MemoryLayout:
         """The namespace template of a stored compartment."""
         return self.namespaces[parse_compartment(compartment, allowed=STORED_COMPARTMENTS)]
 
-    def namespace(self, compartment: Compartment | str, scope: Scope) -> tuple[str, ...]:
-        """The namespace of ``compartment`` for ``scope``.
+    def private_template(self, compartment: Compartment | str) -> NamespaceTemplate:
+        """The template of a sub-agent's own ``compartment`` (rule ``isolated``): the shared one with
+        ``("agent", "{agent}")`` after its first label — ``("memories", "agent", "{agent}", "user",
+        "{user_id}")`` — beside the knowledge of that agent, never inside another compartment."""
+        comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+        return self.template(comp) if comp is Compartment.KNOWLEDGE else _private(self.template(comp))
+
+    def rule(self, compartment: Compartment | str, scope: Scope) -> Sharing:
+        """What ``compartment`` is to the agent ``scope`` runs as (the root: shared)."""
+        return self.agents.rule(str(Compartment(compartment)), scope.agent, subagent=scope.subagent)
+
+    def namespace(
+        self, compartment: Compartment | str, scope: Scope, *, write: bool = False
+    ) -> tuple[str, ...]:
+        """The namespace of ``compartment`` for ``scope``, as the agent's rule gives it: the shared
+        one, or the sub-agent's own (``isolated``). ``write``: the caller is about to change it.
 
         Raises:
             ScopeError: the scope lacks a value the template needs (e.g. ``user_id``).
+            AgentAccessError: ``write`` of a compartment that is read-only to the scope's agent.
         """
+        comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+        rule = self.rule(comp, scope)
+        if write and rule is Sharing.READ_ONLY:
+            raise AgentAccessError(
+                f"the {comp.value} memory is read-only to the agent {scope.agent!r}: it reads the shared "
+                f"{comp.value} memory and changes nothing there. Fix: leave the change to the agent that "
+                "owns it, or give this agent its own (AgentRules(agents={"
+                f"{scope.agent!r}: {{{comp.value!r}: 'isolated'}}}})).",
+                agent=scope.agent or "",
+                compartment=comp.value,
+            )
+        if comp is Compartment.KNOWLEDGE and scope.subagent and rule is not Sharing.ISOLATED:
+            scope = dataclasses.replace(scope, agent=scope.root_agent, subagent=False)
         if scope.agent is None:
             scope = dataclasses.replace(scope, agent=self.default_agent)
-        return scope.namespace(self.template(compartment))
+        private = rule is Sharing.ISOLATED and comp is not Compartment.KNOWLEDGE
+        return scope.namespace(self.private_template(comp) if private else self.template(comp))
+
+    def writable(self, compartment: Compartment | str, scope: Scope) -> bool:
+        """Whether the agent ``scope`` runs as may change ``compartment`` (not ``read_only`` to it)."""
+        return self.rule(compartment, scope) is not Sharing.READ_ONLY
 
     def named(self, compartments: Sequence[Compartment | str], scope: Scope) -> list[Compartment | str]:
         """Those of ``compartments`` whose namespace ``scope`` can name (no thread: no session memory).

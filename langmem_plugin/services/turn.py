@@ -59,6 +59,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -223,6 +224,13 @@ class MemoryTurn:
         self.describer = result_describer(context.results, model=tokenizer_model)  # the model compactor
         self._indexed: set[tuple[int, str | None, str | None]] = set()
         self._resumed: set[int] = set()  # the stores whose unfinished operations were finished
+
+    def for_agent(self, store: BaseStore | StoreSource | None, layout: MemoryLayout) -> MemoryTurn:
+        """This turn with another store source and layout (a sub-agent's: ``memory.agent(name)``),
+        sharing its writer, reflector and configuration."""
+        turn = copy.copy(self)
+        turn.store, turn.layout = store, layout
+        return turn
 
     # -- recall -------------------------------------------------------------------------------
 

@@ -26,7 +26,8 @@ def resolve_scope_and_store(
     """The scope (:func:`~langmem_plugin.core.scope.resolve_scope`) and the store (given, else the graph's).
 
     A :class:`~langmem_plugin.core.store_source.StoreSource` (a ``Memory``'s) chooses the store
-    itself: its given store, else the run's, else its default.
+    itself: its given store, else the run's, else its default; one made for a sub-agent
+    (``memory.agent(name)``) makes the scope that agent's.
 
     Raises:
         ConfigurationError: no store was passed and the graph was compiled without one.
@@ -34,6 +35,8 @@ def resolve_scope_and_store(
     runtime = runtime if runtime is not None else current_runtime()
     scope = resolve_scope(config, runtime=runtime, metadata=metadata)
     if isinstance(store, StoreSource):
+        if store.agent is not None:  # the surfaces of memory.agent(name)
+            scope = scope.as_subagent(store.agent)
         return scope, store.for_run(runtime)
     found = store if store is not None else getattr(runtime, "store", None)
     if found is None:

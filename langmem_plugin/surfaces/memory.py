@@ -35,6 +35,7 @@ from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
 from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services import aexecute, execute
+from langmem_plugin.services.agents import AgentRules
 from langmem_plugin.services.context import RUN_NOTE_TOOL, ContextConfig
 from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
@@ -61,7 +62,8 @@ from langmem_plugin.services.upkeep import (
     forget_user_steps,
 )
 from langmem_plugin.stores import lexical_view
-from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, scope_of, state_of
+from langmem_plugin.surfaces._agents import AgentMethods
+from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, state_of
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, dims_given, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces._inspecting import InspectingMethods
@@ -141,7 +143,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory(DocumentMethods, InspectingMethods):
+class Memory(AgentMethods, DocumentMethods, InspectingMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
@@ -159,6 +161,9 @@ class Memory(DocumentMethods, InspectingMethods):
             one call at its first write or search — nothing is called while ``Memory()`` is made.
             Only without ``store``.
         layout: namespace templates and size limits of the compartments.
+        agents: what each compartment is to a sub-agent (:class:`~langmem_plugin.services.agents.AgentRules`:
+            shared, isolated or read-only; default: run notes and the plan each agent's own, the
+            rest shared); :meth:`agent` gives one sub-agent's surfaces (docs/agents.md).
         recall: search, rank and token budgets of recall (default :class:`RecallConfig`: the
             store's dense and BM25 candidates fused, see :mod:`langmem_plugin.services.recall.retrieval`).
             With ``retrieval=None`` recall uses the store's own search; give a store whose
@@ -207,6 +212,7 @@ class Memory(DocumentMethods, InspectingMethods):
         embeddings: EmbeddingsSpec | None = None,
         dims: int | None = None,
         layout: MemoryLayout | None = None,
+        agents: AgentRules | None = None,
         recall: RecallConfig | None = None,
         remember: RememberConfig | None = None,
         context: ContextConfig | None = None,
@@ -240,6 +246,8 @@ class Memory(DocumentMethods, InspectingMethods):
         if path is not None:
             self._source.own()  # the directory is opened (and locked) now, not at first use
         self.layout = layout or MemoryLayout()
+        if agents is not None:
+            self.layout = dataclasses.replace(self.layout, agents=agents)
         if recall is None:
             recall = RecallConfig()
         recall_config = recall
@@ -430,7 +438,7 @@ class Memory(DocumentMethods, InspectingMethods):
         of that time, for evaluations and backfills: recency is measured from it and memories
         written after it are left out; a time that does not read raises ``InvalidTimeError``.
         """
-        scope = scope_of(config)
+        scope = self._scope_of(config)
         messages = messages_of(messages, "recall")
         return self.turn.recall(
             scope, self._source.now(), messages, plan=plan, run_memory=run_memory, as_of=as_of
@@ -446,7 +454,7 @@ class Memory(DocumentMethods, InspectingMethods):
         as_of: TimeLike | None = None,
     ) -> Recall:
         """Async :meth:`recall`."""
-        scope = scope_of(config)
+        scope = self._scope_of(config)
         messages = messages_of(messages, "arecall")
         return await self.turn.arecall(
             scope, self._source.now(), messages, plan=plan, run_memory=run_memory, as_of=as_of
@@ -499,7 +507,7 @@ class Memory(DocumentMethods, InspectingMethods):
         return import_history(
             self._source.now(),
             history,
-            scope_of(config),
+            self._scope_of(config),
             layout=self.layout,
             config=self.remember_config,
             per=per,
@@ -520,7 +528,7 @@ class Memory(DocumentMethods, InspectingMethods):
         return await aimport_history(
             self._source.now(),
             history,
-            scope_of(config),
+            self._scope_of(config),
             layout=self.layout,
             config=self.remember_config,
             per=per,
@@ -571,11 +579,13 @@ class Memory(DocumentMethods, InspectingMethods):
 
     def history(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Every recorded change of ``memory_id`` in the user memory of ``config``'s user, oldest first."""
-        return execute(self._source.now(), history_steps(scope_of(config), memory_id_of(memory_id)))
+        return execute(self._source.now(), history_steps(self._scope_of(config), memory_id_of(memory_id)))
 
     async def ahistory(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
         """Async :meth:`history`."""
-        return await aexecute(self._source.now(), history_steps(scope_of(config), memory_id_of(memory_id)))
+        return await aexecute(
+            self._source.now(), history_steps(self._scope_of(config), memory_id_of(memory_id))
+        )
 
     def forget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Delete one memory (user or session memory of ``config``'s scope); recorded in history.
@@ -584,12 +594,12 @@ class Memory(DocumentMethods, InspectingMethods):
             MemoryNotFoundError: no such id there.
         """
         return execute(
-            self._source.now(), forget_steps(scope_of(config), self.layout, memory_id_of(memory_id))
+            self._source.now(), forget_steps(self._scope_of(config), self.layout, memory_id_of(memory_id))
         )
 
     async def aforget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
         """Async :meth:`forget`."""
-        scope = scope_of(config)
+        scope = self._scope_of(config)
         return await aexecute(self._source.now(), forget_steps(scope, self.layout, memory_id_of(memory_id)))
 
     def forget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
@@ -600,11 +610,13 @@ class Memory(DocumentMethods, InspectingMethods):
         Raises:
             InvalidFilterError: ``query`` is empty, too long or names nothing; nothing is removed.
         """
-        return execute(self._source.now(), forget_matching_steps(scope_of(config), self.layout, query))
+        return execute(self._source.now(), forget_matching_steps(self._scope_of(config), self.layout, query))
 
     async def aforget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
         """Async :meth:`forget_about`."""
-        return await aexecute(self._source.now(), forget_matching_steps(scope_of(config), self.layout, query))
+        return await aexecute(
+            self._source.now(), forget_matching_steps(self._scope_of(config), self.layout, query)
+        )
 
     def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
         """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
