@@ -194,7 +194,7 @@ def save_steps(
         MemoryLimitError: the content is too long, or the compartment is full.
     """
     comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
-    namespace = layout.namespace(comp, scope)
+    namespace = layout.namespace(comp, scope, write=True)
     fields: dict[str, Any] = {
         "content": content,
         "category": clean_category(category),
@@ -283,8 +283,14 @@ def search_steps(
         memories.sort(key=lambda m: m.record.created_at, reverse=True)
     memories = memories[:limit]
     if track_access and memories:
-        yield from write_steps(access_ops(memories))
+        yield from write_steps(access_ops(_writable(layout, scope, memories)))
     return memories
+
+
+def _writable(layout: MemoryLayout, scope: Scope, memories: Sequence[StoredMemory]) -> list[StoredMemory]:
+    """Those of ``memories`` the scope's agent may change (an agent that only reads a compartment
+    leaves no access counts there)."""
+    return [m for m in memories if layout.writable(m.compartment, scope)]
 
 
 def _check_id(memory_id: Any) -> str:
@@ -326,7 +332,7 @@ def get_steps(
         MemoryNotFoundError: no such id there.
     """
     memory = yield from _find_steps(scope, layout, memory_id, compartments)
-    if track_access:
+    if track_access and layout.writable(memory.compartment, scope):
         yield access_ops([memory])
     return memory
 
@@ -357,6 +363,7 @@ def update_steps(
     """
     yield HOLD  # read, then written back changed: no other writer in between
     memory = yield from _find_steps(scope, layout, memory_id, compartments)
+    layout.namespace(memory.compartment, scope, write=True)  # an agent that only reads it: refused
     changes: dict[str, Any] = {}
     if content is not None:
         changes["content"] = content
@@ -397,6 +404,7 @@ def delete_steps(
         MemoryNotFoundError: no such id.
     """
     memory = yield from _find_steps(scope, layout, memory_id, compartments)
+    layout.namespace(memory.compartment, scope, write=True)  # an agent that only reads it: refused
     change = Change(memory.id, "DELETE", memory.record.content, None, reason)
     yield [
         PutOp(memory.namespace, memory.id, None),
@@ -449,7 +457,7 @@ def clear_steps(
     comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
     if not isinstance(everything, bool):
         raise InvalidFilterError(f"everything must be true or false, got {everything!r}")
-    namespace = layout.namespace(comp, scope)
+    namespace = layout.namespace(comp, scope, write=True)
     to_clear_all = f"To clear the whole {comp.value} compartment, pass all=true and no category or tags."
     category = category_filter(category, omit=to_clear_all)
     tag_list = clean_tags(tags)

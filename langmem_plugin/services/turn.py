@@ -95,7 +95,7 @@ from langmem_plugin.services.context import (
     trim_window,
 )
 from langmem_plugin.services.knowledge import resume_knowledge_steps
-from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.plan import Plan, PlanConfig, archive_key, archive_steps, as_plan, render_plan
 from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps, run_section
 from langmem_plugin.services.remember import (
@@ -390,7 +390,10 @@ class MemoryTurn:
         if episode is None or episode.forgot:  # an exchange that forgot a memory is about it: not kept
             return None
         layout, config = self.layout, self.remember_config
-        compartments = config.compartments_for(scope)
+        # an agent to which a compartment is read-only leaves its exchanges out of it
+        compartments = [c for c in config.compartments_for(scope) if layout.writable(c, scope)]
+        if not compartments:
+            return None
 
         def make() -> StoreSteps[Any]:
             return remember_steps(scope, layout, episode, compartments=compartments, config=config)
@@ -420,7 +423,7 @@ class MemoryTurn:
             return [], {}
         done = [*plan["finished"], *([plan] if plan["is_complete"] else [])]
         writes: list[StoreWrite] = []
-        if config.archive and scope.thread_id:
+        if config.archive and scope.thread_id and self.layout.writable(Compartment.SESSION, scope):
             layout = self.layout
             for finished in done:
 

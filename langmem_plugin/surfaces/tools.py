@@ -210,7 +210,7 @@ def _room(ctx: _Context, scope: Scope, kind: str, a: dict[str, Any]) -> tuple[st
     comp = parse_compartment(a.get("compartment") or ctx.default_compartment, allowed=ctx.compartments)
     if comp not in STORED_COMPARTMENTS or ctx.layout.limits_for(comp).max_items is None:
         return None
-    return ctx.layout.namespace(comp, scope)
+    return ctx.layout.namespace(comp, scope, write=True)
 
 
 @dataclass(frozen=True)

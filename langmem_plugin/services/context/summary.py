@@ -335,8 +335,8 @@ def summary_steps(
         "updated_at": utc_now().isoformat(),
     }
     record = {"dropped": 0, "summarized": new["covered"]}
-    if scope.thread_id is None:
-        return new, {**record, "stored": None}
+    if scope.thread_id is None or not layout.writable(Compartment.SESSION, scope):
+        return new, {**record, "stored": None}  # held in state (an agent that only reads session memory)
     try:
         namespace = layout.namespace(Compartment.SESSION, scope)
         max_chars = layout.limits_for(Compartment.SESSION).max_chars

@@ -442,7 +442,7 @@ def write_episodes_steps(
     links: dict[str, tuple[str, ...]] = {}  # exchange link -> the memories saved or changed in it
     for compartment in config.compartments_for(scope) if compartments is None else compartments:
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
-        namespace = layout.namespace(comp, scope)
+        namespace = layout.namespace(comp, scope, write=True)
         max_chars = layout.limits_for(comp).max_chars
         built = [episode_records(scope, e, max_chars=max_chars, config=config) for e in episodes]
         kept = list(episodes)

@@ -169,7 +169,7 @@ def _batches(
 ) -> Iterator[_Batch]:
     compartments = config.compartments_for(scope)
     try:
-        rooms = tuple(layout.namespace(c, scope) for c in compartments)
+        rooms = tuple(layout.namespace(c, scope, write=True) for c in compartments)
     except ScopeError:  # the write itself fails, is logged and kept
         rooms = ()
     index_ops = index_thread_ops(scope)

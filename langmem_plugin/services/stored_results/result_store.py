@@ -195,9 +195,10 @@ def store_results_steps(
 ) -> StoreSteps[dict[str, dict[str, Any]]]:
     """Write ``pending`` results that are not in the store yet; the ``tool_results`` entries.
 
-    A result that cannot be stored gets no entry: the model sees it as the tool returned it.
+    A result that cannot be stored gets no entry: the model sees it as the tool returned it — so
+    too every result of an agent to which the results compartment is read-only.
     """
-    if not pending:
+    if not pending or not layout.writable(Compartment.RESULTS, scope):
         return {}
     namespace = results_namespace(layout, scope)
     found: list[Item | None] = yield [GetOp(namespace, p.id, refresh_ttl=False) for p in pending]

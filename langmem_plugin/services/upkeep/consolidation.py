@@ -421,7 +421,7 @@ def consolidate_steps(
         MemoryLimitError: user memory is full of memories that are not episodes (nothing is written).
     """
     config = config or ConsolidationConfig()
-    namespace = layout.namespace(Compartment.USER, scope)
+    namespace = layout.namespace(Compartment.USER, scope, write=True)
     result = ConsolidationResult()
     if not candidates:
         return result
