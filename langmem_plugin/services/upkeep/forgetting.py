@@ -147,6 +147,7 @@ def forget_steps(
     """
     usable = layout.named(compartments, scope)
     memory = yield from get_steps(scope, layout, memory_id, compartments=usable, track_access=False)
+    layout.namespace(memory.compartment, scope, write=True)  # an agent that only reads it: refused
     forgotten: Forgotten = yield from forget_memories_steps(
         scope, layout, [memory], recorded_by=recorded_by, history=history
     )

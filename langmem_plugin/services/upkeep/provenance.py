@@ -380,6 +380,7 @@ def revise_steps(
     content = changes.get("content")
     if content is not None:
         memory = yield from get_steps(scope, layout, memory_id, compartments=compartments, track_access=False)
+        layout.namespace(memory.compartment, scope, write=True)  # an agent that only reads it: refused
         if content.strip() != memory.record.content.strip():
             marks = yield from supersede_steps(
                 scope, layout, memory, by=memory.id, reason="the memory was updated"
@@ -483,7 +484,8 @@ def forget_matching_steps(
         ScopeError: the scope names neither a user nor a thread.
     """
     words = query_words(query)
-    namespaces = [(c, layout.namespace(c, scope)) for c in _ROOMS if _fills(layout, c, scope)]
+    # write=True: an agent to which one of them is read-only is refused before anything is read
+    namespaces = [(c, layout.namespace(c, scope, write=True)) for c in _ROOMS if _fills(layout, c, scope)]
     if not namespaces:
         layout.namespace(Compartment.USER, scope)  # raises the ScopeError that says what is missing
     matched: list[StoredMemory] = []
@@ -509,6 +511,7 @@ def _matching_results_steps(
     """The scope's own stored tool results in its thread whose text or arguments hold every word."""
     if scope.thread_id is None or not _fills(layout, Compartment.RESULTS, scope):
         return []
+    layout.namespace(Compartment.RESULTS, scope, write=True)  # read-only to the agent: refused
     namespace = results_namespace(layout, scope)
     items = yield from list_steps(namespace, max_items=1_000_000)
     return [i for i in items if is_owned(i, namespace, scope) and matches_query(_result_text(i), words)]
