@@ -7,7 +7,8 @@ shown on LoCoMo and REALTALK from one run. ``bench realtalk`` is the same run wi
 defaulting to :data:`REALTALK_DATA` (relative to the working directory; the data is never shipped).
 ``--embedder`` names one or more offline embedders (:data:`~langmem_plugin.core.embeddings.LOCAL_EMBEDDERS`):
 each set is run once per embedder, side by side. ``--misses`` adds the ``product`` row's miss table
-(:mod:`~langmem_plugin.bench.locomo.misses`).
+(:mod:`~langmem_plugin.bench.locomo.misses`). ``--budget-curve`` measures, instead of the rows, the
+evidence ``Memory()`` injects against tokens for each preset (:mod:`~langmem_plugin.bench.locomo.budget`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ def add_parsers(
             help="with the product row: where its missed evidence was lost (first stage at 50/200/1000 "
             "candidates, ranking, budget, duplicate) and what an oracle ranking of its pool would inject",
         )
+        parser.add_argument(
+            "--budget-curve",
+            action="store_true",
+            help="instead of the rows: evidence injected against tokens (200 to 2000) for each recall "
+            "preset, beside what other memory systems inject",
+        )
 
 
 def run_cli(args: argparse.Namespace, version: str, say: Callable[[str], None] = print) -> int:
@@ -89,6 +96,14 @@ def run_cli(args: argparse.Namespace, version: str, say: Callable[[str], None] =
     for name in embedders:
         embeddings = local_embeddings(name) if name else None
         for path in paths:
+            if args.budget_curve:
+                from langmem_plugin.bench.locomo.budget import run_budget_curve
+
+                curve = run_budget_curve(
+                    path, conversations=args.conversations, embeddings=embeddings, progress=say
+                )
+                say(curve.table())
+                continue
             outcome = run_locomo_bench(
                 path,
                 conversations=args.conversations,

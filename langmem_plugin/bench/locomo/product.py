@@ -110,7 +110,21 @@ PRODUCT_PRESETS: dict[str, str] = {
     "product@fast": "product, RecallConfig.preset('fast')",
     "product@best": "product, RecallConfig.preset('best')",
     "product@then": "product, asked as of the day after the last session",
+    "product@fit-before": "product, the budget spent as before FitConfig (FIT_BEFORE)",
+    "product@fit-shaped": "product, wide questions: more and shorter items; no near duplicates (FIT_SHAPED)",
+    "product@fit-fill": "product, FIT_SHAPED, and what does not fit whole shown as its window in what's left",
 }
+
+
+def _fit(name: str) -> Any:
+    """The :class:`~langmem_plugin.services.recall.fit.FitConfig` of a ``product@fit-`` row."""
+    import dataclasses
+
+    from langmem_plugin.services.recall import FIT_BEFORE, FIT_SHAPED
+
+    fits = {"fit-before": FIT_BEFORE, "fit-shaped": FIT_SHAPED}
+    fits["fit-fill"] = dataclasses.replace(FIT_SHAPED, fill=32)
+    return fits[name.removeprefix("product@")]
 
 
 _PRESET_ROWS = ("product@fast", "product@best")
@@ -359,6 +373,8 @@ def _preset(name: str) -> RecallConfig | None:
     """The recall config of a ``product@`` preset row (``None``: the default)."""
     from langmem_plugin import RecallConfig
 
+    if name.startswith("product@fit-"):
+        return RecallConfig(fit=_fit(name))
     return RecallConfig.preset(name.removeprefix("product@")) if name in _PRESET_ROWS else None
 
 

@@ -9,6 +9,8 @@
 - :mod:`.fusion`: score fusion of the candidate lists.
 - :mod:`.signals` and :mod:`.when`: the lifts from a time or a speaker the question names.
 - :mod:`.passages`: long exchanges cut into passages and joined back.
+- :mod:`.fit` and :mod:`.shape`: each section filled within its token budget
+  (:class:`FitConfig`), a question that aggregates or hops given more and shorter items.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """
@@ -16,6 +18,7 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 from __future__ import annotations
 
 from langmem_plugin.services.recall.answer import Considered, Recall, RecalledItem, TokenBudgets
+from langmem_plugin.services.recall.fit import FIT_BEFORE, FIT_SHAPED, FitConfig
 from langmem_plugin.services.recall.fusion import field_text
 from langmem_plugin.services.recall.passages import Passage, join_passages, split_passages
 from langmem_plugin.services.recall.rank import (
@@ -29,14 +32,19 @@ from langmem_plugin.services.recall.rank import (
     search_candidates,
 )
 from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
+from langmem_plugin.services.recall.shape import QuestionShape, question_shape
 
 __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "FIT_BEFORE",
+    "FIT_SHAPED",
     "RECALL_PRESETS",
     "Considered",
+    "FitConfig",
     "HybridRetriever",
     "Passage",
+    "QuestionShape",
     "Recall",
     "RecallConfig",
     "RecalledItem",
@@ -45,6 +53,7 @@ __all__ = [
     "field_text",
     "join_passages",
     "query_from_state",
+    "question_shape",
     "recall_steps",
     "run_section",
     "search_candidates",
