@@ -6,6 +6,7 @@ Real graphs: a compiled subgraph as a node, a ``create_agent`` run inside anothe
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -94,9 +95,14 @@ def test_knowledge_shared_is_the_root_agents_and_isolated_is_the_sub_agents() ->
     )
 
 
-def test_a_template_that_meets_a_sub_agents_own_is_refused() -> None:
+def test_a_template_that_meets_a_sub_agents_own_is_refused_where_a_rule_gives_one() -> None:
+    clash = {"session": ("memories", "agent", "{agent}", "user", "{thread_id}")}
+    MemoryLayout(namespaces=clash)  # no sub-agent has its own user memory: nothing to meet
     with pytest.raises(ConfigurationError, match="sub-agent's own"):
-        MemoryLayout(namespaces={"session": ("memories", "agent", "{agent}", "user", "{thread_id}")})
+        MemoryLayout(namespaces=clash, agents=AgentRules(agents={"w": {"user": "isolated"}}))
+    custom = MemoryLayout(namespaces={"results": ("tool_results", "{user_id}", "{thread_id}")})
+    with pytest.raises(ConfigurationError, match="sub-agent's own"):
+        dataclasses.replace(custom, agents=custom.agents.with_agent("w", {"results": "isolated"}))
 
 
 def test_a_write_to_a_read_only_compartment_raises_the_typed_error() -> None:
@@ -268,3 +274,18 @@ def test_a_read_only_sub_agents_turns_leave_no_episode() -> None:
     assert any("Lyon" in c for c in contents)
     assert not any("Paris" in c for c in contents)
     assert not store.search(("memories", "agent"), limit=20)
+
+
+def test_a_sub_agents_documents_go_where_its_knowledge_rule_says() -> None:
+    store = InMemoryStore()
+    memory = _memory(store, agents=AgentRules(agents={"legal": {"knowledge": "isolated"}}))
+    memory.agent("legal").add_documents(["Contracts renew every March."])
+    memory.agent("sales").add_documents(["The price list changes in May."])
+    assert store.search(("memories", "agent", "legal", "knowledge"))
+    assert store.search(("memories", "agent", "assistant", "knowledge"))
+    assert "renew every March" in memory.agent("legal").recall("When do contracts renew?", CONFIG).prompt
+    assert "renew every March" not in memory.recall("When do contracts renew?", CONFIG).prompt
+    assert (
+        "price list"
+        in memory.agent("legal", knowledge="shared").recall("When does the price list change?", CONFIG).prompt
+    )

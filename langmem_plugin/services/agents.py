@@ -135,6 +135,12 @@ class AgentRules:
         own = self.agents.get(agent, {})
         return Sharing(own.get(key) or getattr(self, key))
 
+    def isolates(self, compartment: str) -> bool:
+        """Whether some sub-agent has its own ``compartment`` (by default or as its own rule)."""
+        return getattr(self, compartment) is Sharing.ISOLATED or any(
+            own.get(compartment) is Sharing.ISOLATED for own in self.agents.values()
+        )
+
     def with_agent(self, agent: str, rules: Mapping[str, Sharing | str]) -> AgentRules:
         """These rules, with ``agent``'s own ``rules`` on top of what it had."""
         agents = {name: dict(own) for name, own in self.agents.items()}

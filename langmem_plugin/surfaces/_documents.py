@@ -8,6 +8,7 @@ from pathlib import Path
 from langchain_text_splitters import TextSplitter
 
 from langmem_plugin.core.store_source import StoreSource
+from langmem_plugin.services.agents import Sharing
 from langmem_plugin.services.knowledge import (
     AddedDocument,
     DocumentSource,
@@ -28,6 +29,14 @@ class DocumentMethods:
     layout: MemoryLayout
     model: str | None
 
+    def _knowledge_agent(self, agent: str | None) -> str | None:
+        """Whose knowledge: ``agent``; for ``memory.agent(name)``, that agent's own when its
+        knowledge is isolated (else the root's, which it reads)."""
+        own = self._source.agent
+        if agent is not None or own is None:
+            return agent
+        return own if self.layout.agents.rule("knowledge", own) is Sharing.ISOLATED else None
+
     def add_documents(
         self,
         sources: Iterable[DocumentSource],
@@ -37,14 +46,15 @@ class DocumentMethods:
         progress: bool | None = None,
     ) -> list[AddedDocument]:
         """Add files (``.txt``, ``.md``, ``.pdf``, ``.docx``), folders, texts or LangChain ``Document``
-        values from any loader as ``agent``'s knowledge.
+        values from any loader as ``agent``'s knowledge (``memory.agent(name)``: that agent's own when
+        its knowledge is isolated, else the root's).
 
         See :func:`langmem_plugin.services.knowledge.add_documents` for what each source may be.
         """
         return add_documents(
             self._source.now(),
             sources,
-            agent=agent,
+            agent=self._knowledge_agent(agent),
             layout=self.layout,
             model=self.model,
             splitter=splitter,
@@ -63,7 +73,7 @@ class DocumentMethods:
         return await aadd_documents(
             self._source.now(),
             sources,
-            agent=agent,
+            agent=self._knowledge_agent(agent),
             layout=self.layout,
             model=self.model,
             splitter=splitter,
@@ -74,10 +84,14 @@ class DocumentMethods:
         self, names: Iterable[str | Path], *, agent: str | None = None
     ) -> list[AddedDocument]:
         """Remove every chunk of the sources ``names`` (as :meth:`add_documents` reported them)."""
-        return remove_documents(self._source.now(), names, agent=agent, layout=self.layout)
+        return remove_documents(
+            self._source.now(), names, agent=self._knowledge_agent(agent), layout=self.layout
+        )
 
     async def aremove_documents(
         self, names: Iterable[str | Path], *, agent: str | None = None
     ) -> list[AddedDocument]:
         """Async :meth:`remove_documents`."""
-        return await aremove_documents(self._source.now(), names, agent=agent, layout=self.layout)
+        return await aremove_documents(
+            self._source.now(), names, agent=self._knowledge_agent(agent), layout=self.layout
+        )
