@@ -143,7 +143,7 @@ def test_episode_fields_from_the_history() -> None:
 
 
 def _keyed(store: InMemoryStore) -> dict[str, dict[str, Any]]:
-    return {i.key: i.value for i in store.search(SESSION_NS, limit=100)}
+    return {i.key: i.value for i in store.search(SESSION_NS, limit=10_000)}
 
 
 def test_import_writes_what_remember_writes() -> None:

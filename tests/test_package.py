@@ -208,6 +208,7 @@ SURFACE_ROOTS = {
     "langmem_plugin.surfaces",
     "langmem_plugin.surfaces.memory",
     "langmem_plugin.surfaces._inspecting",
+    "langmem_plugin.surfaces._team",  # Memory's team mixin builds the promote tool
 }
 
 

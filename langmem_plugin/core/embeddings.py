@@ -150,7 +150,11 @@ class MiniLMEmbeddings(Embeddings):
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` as a ``(len(texts), 384)`` float32 array, in order.
 
-        Each distinct text is embedded once. Texts are tokenized once, sorted by their token
+        Each distinct text is embedded once, and so are texts that read as the same tokens
+        (the model is uncased and reads any whitespace as a break: ``"A\\nb"`` and ``"a b"``
+        are one text to it; an episode's lead, see
+        :func:`~langmem_plugin.services.remember.episodes.episode_index`, and its first passage
+        are). Texts are tokenized once, sorted by their token
         count and run in batches of similar length
         (:func:`~langmem_plugin.core.onnx_session.token_batches`), so padding stays small; the
         rows go back in input order. The quantized model embeds each text alone: its
@@ -159,8 +163,10 @@ class MiniLMEmbeddings(Embeddings):
         """
         model = self._model()
         distinct = list(dict.fromkeys(texts))
-        ids = [e.ids for e in model.tokenizer.encode_batch(distinct)]
-        pooled = np.zeros((len(distinct), self.dims), dtype=np.float32)
+        tokens = [tuple(e.ids) for e in model.tokenizer.encode_batch(distinct)]
+        row_of_tokens = {t: n for n, t in enumerate(dict.fromkeys(tokens))}
+        ids = list(row_of_tokens)
+        pooled = np.zeros((len(ids), self.dims), dtype=np.float32)
         one = self.quantized
         batches = token_batches(
             ids, max_texts=1 if one else self.batch_size, max_tokens=0 if one else self.batch_tokens
@@ -170,9 +176,9 @@ class MiniLMEmbeddings(Embeddings):
             weights = mask[:, :, None].astype(np.float32)
             pooled[rows] = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        if len(distinct) == len(texts):
+        if len(ids) == len(texts):
             return pooled
-        row_of = {text: n for n, text in enumerate(distinct)}
+        row_of = {text: row_of_tokens[t] for text, t in zip(distinct, tokens, strict=True)}
         return pooled[[row_of[t] for t in texts]]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

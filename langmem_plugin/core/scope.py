@@ -58,6 +58,8 @@ NamespaceTemplate = tuple[str, ...]
 _KNOWN = ("user_id", "thread_id", "agent", "run_id")
 # Other spellings users pass for the same thing.
 _ALIASES = {"assistant_id": "agent", "agent_name": "agent", "session_id": "thread_id"}
+# Ids kept in ``extra`` but checked like the known ones (the team of shared team memory).
+_EXACT_EXTRA = ("team_id",)
 
 
 def _context_items(context: Any) -> dict[str, Any]:
@@ -82,7 +84,7 @@ def _context_items(context: Any) -> dict[str, Any]:
 # Ids a store cannot take as a namespace label: a '.' (LangGraph's separator), a control
 # character (Unicode category Cc: U+0000-U+001F, U+007F-U+009F) or a lone surrogate.
 _NOT_IN_ID = re.compile("[.\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_ID_KEYS = frozenset(_KNOWN) | frozenset(_ALIASES)
+_ID_KEYS = frozenset(_KNOWN) | frozenset(_ALIASES) | frozenset(_EXACT_EXTRA)
 # What a node name cannot keep as it is in a derived agent name (percent-encoded there).
 _NOT_IN_PATH = re.compile("[%./\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -168,7 +170,8 @@ class Scope:
         agent: which agent runs: its knowledge, and the rules of
             :class:`~langmem_plugin.services.agents.AgentRules` when it is a sub-agent.
         run_id: which run (run memory).
-        extra: any other string values found in the config or context.
+        extra: any other string values found in the config or context; ``team_id`` (whose
+            team memory the run reads: :mod:`langmem_plugin.services.team`) is checked as an id.
         subagent: the run is a sub-agent's (a subgraph, an agent run inside another agent's
             tool, or surfaces made by ``memory.agent(name)``), to which the compartments' rules
             across agents apply; the top of the graph is never one.
@@ -204,8 +207,8 @@ class Scope:
         """Resolve from ``config["configurable"]`` (and ``config["run_id"]``), then ``context``.
 
         Raises:
-            ScopeError: an id (``user_id``, ``thread_id``, ``agent``, ``run_id`` or an alias of one)
-                that :func:`exact_id` refuses. ``None`` is "not given"; other string values are
+            ScopeError: an id (``user_id``, ``thread_id``, ``agent``, ``run_id``, ``team_id`` or an
+                alias of one) that :func:`exact_id` refuses. ``None`` is "not given"; other string values are
                 kept as given for templates (:func:`fill_namespace` checks those it uses).
         """
         values: dict[str, str] = {}
@@ -219,7 +222,7 @@ class Scope:
                 key = _ALIASES.get(raw_key, raw_key)
                 if raw_key in _ALIASES and source.get(key) is not None:
                     continue  # the canonical spelling in the same source wins
-                if key in _KNOWN:
+                if key in _KNOWN or key in _EXACT_EXTRA:
                     values[key] = exact_id(key, raw_value, uuid_ok=key == "run_id")
                 elif isinstance(raw_value, str):
                     values[key] = str.__str__(raw_value)

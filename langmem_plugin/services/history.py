@@ -2,14 +2,16 @@
 
 Each change is one item in the user's history namespace
 (``("memory_meta", "history", "{user_id}")`` by default): when, which memory,
-what was done (``ADD``, ``UPDATE``, ``INVALIDATE``, ``DELETE``, ``EVICT``), the old
-and the new content, the run and thread it happened in, and the reason the
-decision gave. ``source`` says who made it: ``"consolidation"``, ``"forget"``, or the memory
-tool (``"tool:save_memory"``, ``"tool:update_memory"``, ``"tool:delete_memory"``,
+what was done (``ADD``, ``UPDATE``, ``INVALIDATE``, ``DELETE``, ``EVICT``, ``PROMOTE``), the
+old and the new content, the run, thread and agent it happened in, and the reason the
+decision gave. ``source`` says who made it: ``"consolidation"``, ``"forget"``, ``"promote"``,
+or the memory tool (``"tool:save_memory"``, ``"tool:update_memory"``, ``"tool:delete_memory"``,
 ``"tool:clear_memory"``; :mod:`~langmem_plugin.services.operations` writes the entry in the
-same batch as the change). The same path works on every BaseStore (CheckpointerStore keeps
-its own item history besides). :func:`history_steps` reads the changes of one
-memory, oldest first; ``forget_user`` deletes a user's history with the rest.
+same batch as the change). A promotion into team memory (:mod:`langmem_plugin.services.team`)
+is recorded in the promoter's history under the memory promoted and under its team copy, with
+``details``: where it came from, where the copy went, and who promoted it. The same path works
+on every BaseStore (CheckpointerStore keeps its own item history besides). :func:`history_steps`
+reads the changes of one memory, oldest first; ``forget_user`` deletes a user's history with the rest.
 
 >>> from langgraph.store.memory import InMemoryStore
 >>> from langmem_plugin.core.scope import Scope
@@ -24,7 +26,7 @@ memory, oldest first; ``forget_user`` deletes a user's history with the rest.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -40,7 +42,7 @@ __all__ = ["HISTORY_NAMESPACE", "Action", "Change", "HistoryEntry", "history_ops
 #: Beside the compartments, not under ``"memories"``: a listing of memories never shows history items.
 HISTORY_NAMESPACE: NamespaceTemplate = ("memory_meta", "history", "{user_id}")
 
-Action = Literal["ADD", "UPDATE", "INVALIDATE", "DELETE", "EVICT"]
+Action = Literal["ADD", "UPDATE", "INVALIDATE", "DELETE", "EVICT", "PROMOTE"]
 _PAGE = 200
 
 
@@ -54,6 +56,7 @@ class Change:
         old: the content before (``None`` for ``ADD``).
         new: the content after (``None`` for ``DELETE``/``EVICT``).
         reason: why (the decision's words, or who asked).
+        details: ids and namespaces the change links (a promotion: ``from``, ``to``, ``copy``).
     """
 
     memory_id: str
@@ -61,11 +64,13 @@ class Change:
     old: str | None
     new: str | None
     reason: str | None = None
+    details: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """A recorded change: a :class:`Change` with when and in which run and thread."""
+    """A recorded change: a :class:`Change` with when, in which run and thread, and by which agent
+    (``None``: the config named none)."""
 
     memory_id: str
     action: str
@@ -76,6 +81,8 @@ class HistoryEntry:
     run_id: str | None
     thread_id: str | None
     source: str
+    agent: str | None = None
+    details: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The entry as a JSON-able dict."""
@@ -104,6 +111,8 @@ def history_ops(
             scope.run_id,
             scope.thread_id,
             source,
+            scope.agent,
+            dict(change.details) if change.details is not None else None,
         )
         key = f"{change.memory_id}-{at}-{uuid.uuid4().hex[:6]}"
         ops.append(PutOp(namespace, key, entry.as_dict(), index=False))

@@ -6,6 +6,9 @@
 - ``run``: notes of one run, kept in graph state (``run_memory``) and cleared when the run ends.
 - ``results``: tool results of one conversation, ``("memories", "results", "{thread_id}")``; written
   with a TTL (:class:`~langmem_plugin.services.context.results.ResultsConfig`), so storage stays bounded.
+- ``team``: memory several agents and users of one team read, ``("memories", "team", "{team_id}")``
+  (the run's ``team_id``); only with ``MemoryLayout(team=True)``, and written only by promotion
+  (:mod:`langmem_plugin.services.team`).
 
 The three stored compartments sit side by side under ``"memories"``, each under
 its own label, so no user id or thread id can ever collide with another
@@ -95,6 +98,8 @@ class Compartment(StrEnum):
     """Scratch notes of one run, in graph state; cleared when the run ends."""
     RESULTS = "results"
     """Tool results of one conversation (thread), kept with a TTL."""
+    TEAM = "team"
+    """Memory of one team (``team_id``), which its agents and users read; written by promotion only."""
 
 
 #: The compartments that live in a store (run memory lives in graph state).
@@ -103,6 +108,7 @@ STORED_COMPARTMENTS: tuple[Compartment, ...] = (
     Compartment.SESSION,
     Compartment.KNOWLEDGE,
     Compartment.RESULTS,
+    Compartment.TEAM,
 )
 
 # The stored compartments a sub-agent may have its own of (knowledge is keyed by agent already).
@@ -119,6 +125,7 @@ DEFAULT_NAMESPACES: Mapping[Compartment, NamespaceTemplate] = MappingProxyType(
         Compartment.SESSION: ("memories", "session", "{thread_id}"),
         Compartment.KNOWLEDGE: ("memories", "agent", "{agent}", "knowledge"),
         Compartment.RESULTS: ("memories", "results", "{thread_id}"),
+        Compartment.TEAM: ("memories", "team", "{team_id}"),
     }
 )
 
@@ -149,6 +156,7 @@ DEFAULT_LIMITS: Mapping[Compartment, CompartmentLimits] = MappingProxyType(
         Compartment.KNOWLEDGE: CompartmentLimits(max_items=100_000, max_chars=8000),
         Compartment.RUN: CompartmentLimits(max_items=50, max_chars=2000),
         Compartment.RESULTS: CompartmentLimits(max_items=None, max_chars=250_000),
+        Compartment.TEAM: CompartmentLimits(max_items=10_000, max_chars=4000),
     }
 )
 
@@ -185,12 +193,16 @@ class MemoryLayout:
         agents: what each compartment is to a sub-agent (:class:`~langmem_plugin.services.agents.AgentRules`):
             :meth:`namespace` gives an isolated sub-agent its own namespace (:meth:`private_template`)
             and refuses its writes to a read-only one.
+        team: the ``team`` compartment is on: recall reads the team memory of a run that names a
+            ``team_id``, and the tools can promote a memory into it
+            (:mod:`langmem_plugin.services.team`). Off, it has no namespace.
     """
 
     namespaces: Mapping[Compartment | str, NamespaceTemplate] = field(default_factory=dict)
     limits: Mapping[Compartment | str, CompartmentLimits] = field(default_factory=dict)
     default_agent: str = "assistant"
     agents: AgentRules = field(default_factory=AgentRules)
+    team: bool = False
 
     def __post_init__(self) -> None:
         namespaces = dict(DEFAULT_NAMESPACES)
@@ -209,12 +221,17 @@ class MemoryLayout:
             if not isinstance(value, CompartmentLimits):
                 raise ConfigurationError(f"limits[{key!r}] must be a CompartmentLimits, got {value!r}")
             limits[parse_compartment(key)] = value
+        if not isinstance(self.team, bool):
+            raise ConfigurationError(
+                f"team must be True or False, got {self.team!r}. Fix: MemoryLayout(team=True)."
+            )
         if not isinstance(self.agents, AgentRules):
             raise ConfigurationError(
                 f"agents must be an AgentRules, got {self.agents!r}. "
                 "Fix: MemoryLayout(agents=AgentRules(...)).",
             )
-        places = [(c.value, namespaces[c]) for c in STORED_COMPARTMENTS]
+        used = [c for c in STORED_COMPARTMENTS if c is not Compartment.TEAM or self.team]
+        places = [(c.value, namespaces[c]) for c in used]
         places += [(f"{c.value} (a sub-agent's own)", _private(namespaces[c])) for c in _PRIVATE]
         for i, (one, first) in enumerate(places):  # no id of one may reach another's namespace
             for two, second in places[i + 1 :]:
@@ -240,7 +257,10 @@ class MemoryLayout:
         return self.template(comp) if comp is Compartment.KNOWLEDGE else _private(self.template(comp))
 
     def rule(self, compartment: Compartment | str, scope: Scope) -> Sharing:
-        """What ``compartment`` is to the agent ``scope`` runs as (the root: shared)."""
+        """What ``compartment`` is to the agent ``scope`` runs as (the root: shared; the team's
+        memory is the same for every agent)."""
+        if Compartment(compartment) is Compartment.TEAM:
+            return Sharing.SHARED
         return self.agents.rule(str(Compartment(compartment)), scope.agent, subagent=scope.subagent)
 
     def namespace(
@@ -251,9 +271,13 @@ class MemoryLayout:
 
         Raises:
             ScopeError: the scope lacks a value the template needs (e.g. ``user_id``).
-            AgentAccessError: ``write`` of a compartment that is read-only to the scope's agent.
+            AgentAccessError: ``write`` of a compartment that is read-only to the scope's agent,
+                or of the team's memory (which only a promotion writes).
+            CompartmentError: the ``team`` compartment of a layout without it.
         """
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
+        if comp is Compartment.TEAM:
+            return self._team_namespace(scope, write=write)
         rule = self.rule(comp, scope)
         if write and rule is Sharing.READ_ONLY:
             raise AgentAccessError(
@@ -271,8 +295,27 @@ class MemoryLayout:
         private = rule is Sharing.ISOLATED and comp is not Compartment.KNOWLEDGE
         return scope.namespace(self.private_template(comp) if private else self.template(comp))
 
+    def _team_namespace(self, scope: Scope, *, write: bool) -> tuple[str, ...]:
+        if not self.team:
+            raise CompartmentError(
+                "this layout has no team compartment. Fix: MemoryLayout(team=True), and give runs "
+                'a team_id (config={"configurable": {"team_id": ...}}).'
+            )
+        if write:
+            raise AgentAccessError(
+                "team memory is not changed directly: a memory enters it by promotion (the "
+                "promote_memory tool, Memory.promote) and leaves it when its original is forgotten. "
+                "Fix: change or forget your own memory, then promote it again.",
+                agent=scope.agent or "",
+                compartment=Compartment.TEAM.value,
+            )
+        return scope.namespace(self.template(Compartment.TEAM))
+
     def writable(self, compartment: Compartment | str, scope: Scope) -> bool:
-        """Whether the agent ``scope`` runs as may change ``compartment`` (not ``read_only`` to it)."""
+        """Whether the agent ``scope`` runs as may change ``compartment`` (not ``read_only`` to it;
+        the team's memory: no one, but by promotion)."""
+        if Compartment(compartment) is Compartment.TEAM:
+            return False
         return self.rule(compartment, scope) is not Sharing.READ_ONLY
 
     def named(self, compartments: Sequence[Compartment | str], scope: Scope) -> list[Compartment | str]:

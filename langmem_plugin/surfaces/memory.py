@@ -67,6 +67,7 @@ from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, state_
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, dims_given, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces._inspecting import InspectingMethods
+from langmem_plugin.surfaces._team import TeamMethods, with_team
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
     AsyncMemoryCallbackHandler,
@@ -143,7 +144,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory(AgentMethods, DocumentMethods, InspectingMethods):
+class Memory(AgentMethods, TeamMethods, DocumentMethods, InspectingMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
@@ -250,6 +251,7 @@ class Memory(AgentMethods, DocumentMethods, InspectingMethods):
             self.layout = dataclasses.replace(self.layout, agents=agents)
         if recall is None:
             recall = RecallConfig()
+        recall = with_team(recall, self.layout)  # a team compartment: recall reads it
         recall_config = recall
         if recall_config.model is None and model is not None:
             recall_config = dataclasses.replace(recall_config, model=model)
@@ -328,7 +330,7 @@ class Memory(AgentMethods, DocumentMethods, InspectingMethods):
         """The memory tools (the plan tools in plan mode, the result tools with ``results``):
         ``model.bind_tools(memory.tools)``, ``ToolNode(memory.tools)``,
         ``create_agent(model, tools=memory.tools, ...)``."""
-        tools = self._memory_tools(self.tools_config)
+        tools = self._memory_tools(self.tools_config) + self._team_tools()
         if RUN_NOTE_TOOL in self.tools_config.selected:
             tools += create_run_tools(layout=self.layout, keys=self.keys)
         tools += self._result_tools()

@@ -13,6 +13,10 @@ with a sync function and a coroutine over the same store steps
 Every change a tool makes (save, update, delete, clear) is recorded in the user's
 history in the same batch (``source`` ``"tool:<tool>"``; read it with ``memory.history(id)``).
 
+With a team compartment (``MemoryLayout(team=True)``) the tools have ``promote_memory``
+(:data:`TEAM_TOOL_NAMES`, in ``"lean"`` and ``"full"``): it copies one of the caller's memories
+into the team memory of the run's ``team_id`` (:mod:`langmem_plugin.services.team`).
+
 Errors the model can fix (an unknown id, an empty content, a bad category or
 date, a full compartment) come back as an error ``ToolMessage`` that says what
 to do; configuration errors (no store, no ``user_id`` in the config) raise.
@@ -60,6 +64,7 @@ from langmem_plugin.services.operations import (
     to_stored,
 )
 from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.team import Promoted, promote_steps
 from langmem_plugin.services.upkeep import (
     Cleared,
     Forgotten,
@@ -75,6 +80,7 @@ __all__ = [
     "DESTRUCTIVE_TOOL_NAMES",
     "LEAN_TOOL_NAMES",
     "MEMORY_TOOL_NAMES",
+    "TEAM_TOOL_NAMES",
     "TOOLSETS",
     "create_memory_tools",
     "tool_names",
@@ -97,6 +103,9 @@ LEAN_TOOL_NAMES = ("save_memory", "search_memory", "get_memory", "update_memory"
 
 #: The tools that delete more than the one memory they name: in ``"full"``, never in ``"lean"``.
 DESTRUCTIVE_TOOL_NAMES = ("clear_memory", "forget_memories")
+
+#: The tools of a layout with a team compartment (``MemoryLayout(team=True)``), in both sets.
+TEAM_TOOL_NAMES = ("promote_memory",)
 
 #: The named sets ``include=`` takes, beside tool names: ``"lean"`` and ``"full"`` (every tool).
 TOOLSETS = ("lean", "full")
@@ -176,6 +185,8 @@ _DESCRIPTIONS = {
     "list_categories": "List the categories of saved memories, with their counts.",
     "clear_memory": "Delete a compartment's memories in a category or with all the given tags; all=true "
     "deletes the whole compartment. Irreversible.",
+    "promote_memory": "Share one of your memories with your team: its agents and users will read it. "
+    "Pass its id.",
 }
 
 
@@ -346,6 +357,24 @@ def _forget_answer(forgotten: Forgotten) -> str:
     return f"Forgot {forgotten.summary()}. Memory ids removed: {_dump(forgotten.ids)}."
 
 
+def _promote_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
+    if scope.get("team_id") is None:
+        raise CompartmentError(
+            "this conversation belongs to no team (its config names no team_id): there is no team "
+            "memory to promote to. Nothing was written; tell the user instead of retrying."
+        )
+    return promote_steps(scope, ctx.layout, a["id"], recorded_by="tool:promote_memory")
+
+
+def _promote_answer(promoted: Promoted) -> str:
+    original, copy = promoted.original.id, promoted.copy.id
+    if promoted.outcome == "already":
+        return f"Memory {original} is in team memory already (as {copy}): nothing was written."
+    if promoted.outcome == "refreshed":
+        return f"Team memory {copy} now says what memory {original} says: {promoted.copy.record.content!r}."
+    return f"Promoted memory {original} to team memory as {copy}: {promoted.copy.record.content!r}."
+
+
 def _categories_steps(ctx: _Context, scope: Scope, a: dict[str, Any]) -> StoreSteps[Any]:
     return categories_steps(scope, ctx.layout, compartments=ctx.compartments)
 
@@ -388,6 +417,7 @@ _TOOLS: dict[str, tuple[type[BaseModel], _Builder, Callable[[Any], str]]] = {
     "list_categories": (NoInput, _categories_steps, _categories_answer),
     "clear_memory": (ClearMemoryInput, _clear_steps, _clear_answer),
     "forget_memories": (ForgetMemoriesInput, _forget_steps, _forget_answer),
+    "promote_memory": (MemoryIdInput, _promote_steps, _promote_answer),
 }
 
 #: What each tool's ``ToolMessage.artifact`` says it changed (remember links the exchange to it).
@@ -464,11 +494,16 @@ def tool_names(
     chosen: list[str] = []
     for entry in entries:
         if entry == "lean":
-            chosen += [n for n in LEAN_TOOL_NAMES if n in known]
+            chosen += [n for n in (*LEAN_TOOL_NAMES, *TEAM_TOOL_NAMES) if n in known]
         elif entry == "full":
             chosen += known
         elif isinstance(entry, str) and entry in known:
             chosen.append(entry)
+        elif entry in TEAM_TOOL_NAMES:
+            raise ConfigurationError(
+                f"{where}: {entry} comes with the team compartment: MemoryLayout(team=True) adds it "
+                "to the tools; without one there is no team memory to promote to."
+            )
         else:
             raise ConfigurationError(_unknown_tool(entry, known, where))
     return tuple(dict.fromkeys(chosen))
@@ -506,8 +541,9 @@ def create_memory_tools(
         store: the store to use; ``None`` uses the graph's store at call time.
         layout: namespace templates and limits of the compartments.
         include: which tools (see :func:`tool_names`): ``"lean"`` (the default: save, search,
-            read, update and delete one memory), ``"full"`` (every tool of :data:`MEMORY_TOOL_NAMES`,
-            the destructive ``clear_memory`` and ``forget_memories`` among them), tool names, or
+            read, update and delete one memory; and promote one with a team compartment),
+            ``"full"`` (every tool of :data:`MEMORY_TOOL_NAMES` and the team's, the destructive
+            ``clear_memory`` and ``forget_memories`` among them), tool names, or
             both: ``["lean", "clear_memory"]``.
         names: rename tools: ``{"save_memory": "remember_fact"}``.
         descriptions: replace a tool's description.
@@ -526,7 +562,10 @@ def create_memory_tools(
     >>> [t.name for t in tools]
     ['note', 'search_memory']
     """
-    wanted = tool_names(include)
+    layout = layout or MemoryLayout()
+    wanted = tool_names(
+        include, known=(*MEMORY_TOOL_NAMES, *TEAM_TOOL_NAMES) if layout.team else MEMORY_TOOL_NAMES
+    )
     names = dict(names or {})
     descriptions = dict(descriptions or {})
     for given, where in ((names, "names"), (descriptions, "descriptions")):
@@ -541,7 +580,7 @@ def create_memory_tools(
         raise CompartmentError("create_memory_tools needs at least one compartment")
     ctx = _Context(
         store=store,
-        layout=layout or MemoryLayout(),
+        layout=layout,
         compartments=comps,
         default_compartment=parse_compartment(default_compartment, allowed=comps),
         track_access=track_access,

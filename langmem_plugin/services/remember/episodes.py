@@ -52,10 +52,12 @@ from langmem_plugin.services.upkeep import link_memories_steps
 __all__ = [
     "EPISODE_CATEGORY",
     "EPISODE_PART_FIELDS",
+    "LEAD_FIELD",
     "PASSAGE_CATEGORY",
     "Episode",
     "EpisodesWritten",
     "RememberConfig",
+    "episode_index",
     "episode_key",
     "episode_records",
     "episode_text_steps",
@@ -166,6 +168,8 @@ MAX_EPISODE_PARTS = 8
 EPISODE_PART_FIELDS: tuple[str, ...] = tuple(f"metadata.part_{n}" for n in range(1, MAX_EPISODE_PARTS + 1))
 #: The category of an episode's passages.
 PASSAGE_CATEGORY = f"{EPISODE_CATEGORY}/passages"
+#: The field of an episode stored in passages that holds its first passage on one line (its vector's text).
+LEAD_FIELD = "metadata.lead"
 CONTEXT_CHARS = 400
 _METADATA_CHARS = 2000
 _TAG_CHARS = 64
@@ -324,7 +328,9 @@ def episode_records(
     The record's metadata places it in its thread (``thread_id``, ``position``, ``previous``,
     ``next``, ``neighbours``, ``session``, ``session_id``), says who spoke (``speaker``, ``role``),
     what was said before (``context``), its sentences (``part_1`` ...), its ``time`` and, for a
-    text longer than one passage, how many ``passages`` hold it whole (keys :func:`passage_key`).
+    text longer than one passage, how many ``passages`` hold it whole (keys :func:`passage_key`)
+    and the first of them on one line (``lead``), which the record is embedded by
+    (:func:`episode_index`).
     """
     config = config or RememberConfig()
     key = episode.key(scope)
@@ -340,6 +346,9 @@ def episode_records(
         )
     if len(passages) > 1:
         meta["passages"] = str(len(passages))
+        lead = " ".join(passages[0].text.split())
+        if lead != passages[0].text:  # see episode_index: never the passage's own text
+            meta[LEAD_FIELD.removeprefix("metadata.")] = lead
     else:
         passages = []
     tags = list(dict.fromkeys(t[:_TAG_CHARS] for t in episode.tools))[:MAX_TAGS]
@@ -381,6 +390,27 @@ def episode_records(
     return key, record, parts
 
 
+def episode_index(record: MemoryRecord, index_fields: Sequence[str]) -> list[str]:
+    """The fields the store embeds for an episode's ``record`` (``PutOp.index``).
+
+    An episode stored in passages is embedded by its first passage on one line
+    (``metadata.lead``, whitespace collapsed) instead of its ``content``: its head (what an
+    embedder reads of its content, 256 of MiniLM's tokens) says what that passage says, and
+    MiniLM reads the two texts as the same tokens, so it embeds them once
+    (:meth:`~langmem_plugin.core.embeddings.MiniLMEmbeddings.embed_array`) and one vector
+    serves both. The lead is never the passage's own text: a store may fail on two equal
+    texts in one batch (LangGraph's ``InMemoryStore`` does), so a passage that is one line
+    already gets no lead and its episode is embedded by its content. BM25 still reads the
+    whole head: the default index's ``lexical_fields`` name ``content``.
+
+    >>> episode_index(MemoryRecord(content="hi"), ["content"])
+    ['content']
+    """
+    if LEAD_FIELD.removeprefix("metadata.") not in record.metadata:
+        return list(index_fields)
+    return [LEAD_FIELD if f == "content" else f for f in index_fields]
+
+
 def episode_text_steps(namespace: tuple[str, ...], key: str) -> StoreSteps[str | None]:
     """The whole text of the episode ``key`` in ``namespace`` (rebuilt from its passages when it
     has some), or ``None`` when there is no such episode."""
@@ -412,6 +442,25 @@ class EpisodesWritten:
     evicted: int = 0
 
 
+def _stored_steps(
+    scope: Scope, namespace: tuple[str, ...], episodes: Sequence[Episode], max_chars: int
+) -> StoreSteps[set[str]]:
+    """The keys of ``episodes`` stored whole in ``namespace``: the episode with the same content
+    and, when it has passages, its last passage (a write cut short by a crash is written again).
+
+    Only the keys and the heads are made (no passages split, no tokens counted), so a replayed
+    import costs one read per episode.
+    """
+    heads = {e.key(scope): e.content(max_chars) for e in episodes}
+    found = yield [GetOp(namespace, key) for key in heads]
+    same = [item for item in found if item is not None and item.value.get("content") == heads[item.key]]
+    counts = {item.key: (item.value.get("metadata") or {}).get("passages") for item in same}
+    tails = [(key, int(n)) for key, n in counts.items() if isinstance(n, str) and n.isdecimal() and int(n)]
+    last = (yield [GetOp(namespace, passage_key(key, n - 1)) for key, n in tails]) if tails else []
+    missing = {key for (key, _), item in zip(tails, last, strict=True) if item is None}
+    return {item.key for item in same} - missing
+
+
 def write_episodes_steps(
     scope: Scope,
     layout: MemoryLayout,
@@ -427,8 +476,9 @@ def write_episodes_steps(
     Args:
         compartments: where to write (``None``: ``config``'s choice for ``scope``,
             :meth:`RememberConfig.compartments_for`).
-        skip_existing: leave an episode that is already stored with the same text as it is
-            (a replayed import writes nothing).
+        skip_existing: leave an episode that is already stored with the same text (and all its
+            passages) as it is: a replayed import writes nothing, one cut short by a crash
+            writes what is missing.
 
     Raises:
         ScopeError: the scope lacks the id a compartment needs.
@@ -444,24 +494,19 @@ def write_episodes_steps(
         comp = parse_compartment(compartment, allowed=STORED_COMPARTMENTS)
         namespace = layout.namespace(comp, scope, write=True)
         max_chars = layout.limits_for(comp).max_chars
-        built = [episode_records(scope, e, max_chars=max_chars, config=config) for e in episodes]
         kept = list(episodes)
-        if skip_existing and built:
-            found = yield [GetOp(namespace, key) for key, _, _ in built]
-            stored = {
-                item.key
-                for item, (_, record, _) in zip(found, built, strict=True)
-                if item is not None and item.value.get("content") == record.content
-            }
+        if skip_existing and kept:
+            stored = yield from _stored_steps(scope, namespace, kept, max_chars)
             result.skipped += len(stored)
-            kept = [e for e, b in zip(kept, built, strict=True) if b[0] not in stored]
-            built = [b for b in built if b[0] not in stored]
+            kept = [e for e in kept if e.key(scope) not in stored]
+        built = [episode_records(scope, e, max_chars=max_chars, config=config) for e in kept]
         bounds.append(bound_of(layout, comp, namespace))
         for (key, record, parts), episode in zip(built, kept, strict=True):
             if episode.memories:
                 links[exchange_link(scope.thread_id, key)] = episode.memories
-            ops.append(PutOp(namespace, key, record.to_value(), index=index))
+            # the passages first: a store that writes in order never holds the episode without them
             ops.extend(PutOp(namespace, k, r.to_value(), index=INDEX_FIELDS) for k, r in parts)
+            ops.append(PutOp(namespace, key, record.to_value(), index=episode_index(record, index)))
             result.written.append((comp, namespace, key))
             result.passages += len(parts)
     # provenance: each memory saved or changed in an exchange gets the exchange among its sources

@@ -7,7 +7,9 @@
   memory (with the episodes of what they said, in any thread), their history,
   and for every thread of theirs the session memory (archived plans, summaries,
   session-only episodes) and the stored tool results (the layout's ``results``
-  compartment). It returns counts, and touches no one else. :func:`drop_queued`
+  compartment), the same in every sub-agent's own compartments (``("memories", "agent",
+  <agent>, "user", <user_id>)``, ...) and the copies the user promoted into team memory
+  (:mod:`langmem_plugin.services.team`). It returns counts, and touches no one else. :func:`drop_queued`
   drops first what the user has not written yet: reflection jobs and failed writes. A store
   that keeps history (``CheckpointerStore``) then drops the old versions of all of it
   (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
@@ -50,6 +52,7 @@ from langmem_plugin.services.intents import Intent, begin_op, end_op, intents_st
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
+from langmem_plugin.services.team import private_namespaces_steps, promoted_by_steps
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -139,7 +142,7 @@ def forget_steps(
     history redacted, and who forgot it and when recorded (:func:`.provenance.forget_memories_steps`).
 
     Compartments whose namespace the scope cannot fill (session memory without a thread)
-    are not searched.
+    are not searched. Its copies in team memory go with it (:mod:`langmem_plugin.services.team`).
 
     Raises:
         MemoryNotFoundError: no such id in those compartments (nothing is removed).
@@ -161,8 +164,9 @@ class ForgetReport:
 
     Attributes:
         user_id: whose data.
-        counts: items removed per place: ``user``, ``session``, ``tool_results``, ``history``,
-            ``thread_index``.
+        counts: items removed per place: ``user``, ``session``, ``tool_results`` (each with what
+            sub-agents kept of the user in their own compartments), ``history``,
+            ``thread_index``, ``team`` (the copies the user promoted into team memory).
         kinds: memory records removed per kind (``episode``, ``fact``, ``plan`` ...).
         threads: the threads whose data was removed.
         shared_threads: threads another user also has: their session memory was kept (the user's
@@ -322,6 +326,10 @@ def _forget_user_steps(
             # a shared thread's own memory is the other users' too: kept, reported; but for its
             # summary, which quotes every user of the thread, and the user's own tool results
             places.append((name, thread_scope.namespace(template), thread not in shared))
+    threads = [*report.threads, *report.shared_threads]
+    for compartment, in_thread, namespace in (yield from private_namespaces_steps(layout, user_id, threads)):
+        name = {Compartment.USER: "user", Compartment.SESSION: "session"}.get(compartment, "tool_results")
+        places.append((name, namespace, in_thread not in shared))  # the user's memory in an agent's own
     places.append(("thread_index", index_ns, True))
     doomed: list[PutOp] = []
     seen: set[tuple[tuple[str, ...], str]] = set()
@@ -337,6 +345,11 @@ def _forget_user_steps(
             if record is not None:
                 kind = record.kind.value if isinstance(record.kind, MemoryKind) else str(record.kind)
                 report.kinds[kind] = report.kinds.get(kind, 0) + 1
+            doomed.append(PutOp(tuple(item.namespace), item.key, None))
+    for item in (yield from promoted_by_steps(layout, user_id)):  # what the team read of theirs
+        if (tuple(item.namespace), item.key) not in seen:
+            seen.add((tuple(item.namespace), item.key))
+            report.counts["team"] = report.counts.get("team", 0) + 1
             doomed.append(PutOp(tuple(item.namespace), item.key, None))
     removed = {key for namespace, key in seen}
     stripped = yield from _strip_quotes_steps(layout, sharers, removed)

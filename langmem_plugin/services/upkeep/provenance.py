@@ -54,6 +54,7 @@ from langmem_plugin.services.operations import (
 )
 from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
 from langmem_plugin.services.stored_results import is_owned, results_namespace
+from langmem_plugin.services.team import team_copies_steps
 from langmem_plugin.services.upkeep.candidates import Candidate
 
 __all__ = [
@@ -317,7 +318,8 @@ def forget_memories_steps(
     history: NamespaceTemplate = HISTORY_NAMESPACE,
 ) -> StoreSteps[Forgotten]:
     """Forget ``memories`` and the exchanges they came from (and the ``exchanges`` links given,
-    and the stored ``tool_results`` given).
+    and the stored ``tool_results`` given), and their copies in team memory
+    (:func:`~langmem_plugin.services.team.team_copies_steps`).
 
     One batch, in this order: the tool results, the exchanges and their passages removed, the
     history of each memory redacted, the memories deleted, and a ``DELETE`` entry per memory that
@@ -329,6 +331,8 @@ def forget_memories_steps(
     yield HOLD  # the next exchanges are read, then written back without their quote
     forgotten = Forgotten(tool_results=[r.key for r in tool_results])
     plain = [m for m in memories if m.record.kind is not MemoryKind.EPISODE]
+    copies = yield from team_copies_steps(layout, plain)  # what the team read of them goes with them
+    memories, plain = [*memories, *copies], [*plain, *copies]
     ops = [PutOp(tuple(r.namespace), r.key, None) for r in tool_results]
     ops += yield from exchange_removal_steps(scope, layout, memories, forgotten, exchanges=exchanges)
     removed = {(ns, key) for ns, key in ((tuple(op.namespace), op.key) for op in ops if op.value is None)}
