@@ -72,7 +72,7 @@ from langgraph.store.base import BaseStore
 from langmem_plugin.core.fence import add_section
 from langmem_plugin.core.record import exchange_link
 from langmem_plugin.core.renamed import renamed_keywords
-from langmem_plugin.core.scope import Scope
+from langmem_plugin.core.scope import Scope, resolve_scope
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
@@ -89,14 +89,24 @@ from langmem_plugin.services.context import (
     result_describer,
     results_update_steps,
     results_view,
+    run_notes_cleared,
     summary_section,
     summary_steps,
     summary_view,
     trim_window,
+    visible_notes,
 )
 from langmem_plugin.services.knowledge import resume_knowledge_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.plan import Plan, PlanConfig, archive_key, archive_steps, as_plan, render_plan
+from langmem_plugin.services.plan import (
+    Plan,
+    PlanConfig,
+    archive_key,
+    archive_steps,
+    owns_plan_lifetime,
+    render_plan,
+    visible_plan,
+)
 from langmem_plugin.services.recall import Recall, RecallConfig, query_from_state, recall_steps, run_section
 from langmem_plugin.services.remember import (
     EpisodeWriter,
@@ -302,33 +312,34 @@ class MemoryTurn:
         messages = state_value(state, self.keys.messages) or []
         return bool(messages) and isinstance(messages[-1], HumanMessage)
 
-    def _recall_input(self, state: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
+    def _recall_input(self, state: Any, scope: Scope) -> tuple[list[BaseMessage], dict[str, Any]]:
         keys = self.keys
         messages = list(state_value(state, keys.messages) or [])
         # The plan's goal joins the query; its section and the run's notes are not part of the
         # memory prompt but rendered from the state at each model call (system_prompt), so they
         # are never stale: a note the model adds shows in its next call.
-        query = query_from_state(messages, state_value(state, keys.plan))
+        query = query_from_state(messages, self._plan(state, scope))
         # an exchange the model is shown anyway (in its window) is not recalled into the prompt too
         shown = [m.id for m in self.visible_messages(state, messages) if m.id]
         return messages, {"query": query, "shown": shown}
 
-    def _update(self, recall: Recall, state: Any) -> dict[str, Any]:
+    def _update(self, recall: Recall, state: Any, scope: Scope) -> dict[str, Any]:
         record = recall.record()
-        record["tokens"]["plan"] = count_tokens(self.plan_section(state), model=self.recall_config.model)
-        record["tokens"]["run"] = count_tokens(self.run_section(state), model=self.recall_config.model)
+        model = self.recall_config.model
+        record["tokens"]["plan"] = count_tokens(self.plan_section(state, scope), model=model)
+        record["tokens"]["run"] = count_tokens(self.run_section(state, scope), model=model)
         return {self.keys.memory_prompt: recall.prompt, self.keys.memory_context: record}
 
     def before_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Recall for the state's conversation: the update with ``memory_prompt`` and ``memory_context``."""
-        messages, extra = self._recall_input(state)
-        update = self._update(self.recall(scope, store, messages, **extra), state)
+        messages, extra = self._recall_input(state, scope)
+        update = self._update(self.recall(scope, store, messages, **extra), state, scope)
         return self._with_after_tools(update, self.after_tools(state, scope, store))
 
     async def abefore_model(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`before_model`."""
-        messages, extra = self._recall_input(state)
-        update = self._update(await self.arecall(scope, store, messages, **extra), state)
+        messages, extra = self._recall_input(state, scope)
+        update = self._update(await self.arecall(scope, store, messages, **extra), state, scope)
         return self._with_after_tools(update, await self.aafter_tools(state, scope, store))
 
     def _with_after_tools(self, update: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -339,34 +350,56 @@ class MemoryTurn:
             update[self.keys.memory_context] = {**record, "window": context["window"]}
         return {**update, **after}
 
-    def plan_section(self, state: Any) -> str:
-        """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan)."""
-        config = self.recall_config
-        return render_plan(state_value(state, self.keys.plan), budget=config.budgets.plan, model=config.model)
+    def agent_scope(self, scope: Scope | None = None) -> Scope:
+        """``scope``, else the current run's (:func:`~langmem_plugin.core.scope.resolve_scope`) — as the
+        sub-agent of ``memory.agent(name)``'s store source: whose run notes and plan the prompt shows."""
+        if scope is not None:
+            return scope
+        found = resolve_scope()
+        agent = self.store.agent if isinstance(self.store, StoreSource) else None
+        return found.as_subagent(agent) if agent is not None else found
 
-    def run_section(self, state: Any) -> str:
-        """The run's notes in ``state`` as a prompt section within ``budgets.run`` tokens."""
-        config = self.recall_config
-        return run_section(state_value(state, self.keys.run_memory), config.budgets.run, config.model)
+    def _plan(self, state: Any, scope: Scope | None) -> Plan | None:
+        """The plan in ``state`` that the agent ``scope`` runs as sees (:mod:`~.plan.owner`)."""
+        value = state_value(state, self.keys.plan)
+        return visible_plan(value, self.agent_scope(scope), self.layout) if value else None
 
-    def system_prompt(self, state: Any, instructions: str | None = None) -> str | None:
+    def plan_section(self, state: Any, scope: Scope | None = None) -> str:
+        """The plan in ``state`` as a prompt section within ``budgets.plan`` tokens ('' without a plan,
+        or when it is another agent's; ``scope``: who runs, else the current run's)."""
+        config = self.recall_config
+        return render_plan(self._plan(state, scope), budget=config.budgets.plan, model=config.model)
+
+    def run_section(self, state: Any, scope: Scope | None = None) -> str:
+        """The run's notes in ``state`` that the agent ``scope`` runs as sees (its own, see
+        :mod:`~.context.run_notes`), as a prompt section within ``budgets.run`` tokens."""
+        config, notes = self.recall_config, state_value(state, self.keys.run_memory)
+        notes = visible_notes(notes, self.agent_scope(scope), self.layout) if notes else notes
+        return run_section(notes, config.budgets.run, config.model)
+
+    def system_prompt(
+        self, state: Any, instructions: str | None = None, *, scope: Scope | None = None
+    ) -> str | None:
         """The system prompt: ``instructions``, then the memory prompt recall put in state, with the
         plan section and the run's notes rendered now from the state, inside the same fence.
 
         Called before every model call, so the plan the model sees is the one in state at that
-        moment (after the plan tools of this run), whatever happened to the messages.
+        moment (after the plan tools of this run), whatever happened to the messages. ``scope``:
+        who runs (whose plan and notes are shown); ``None``: the current run's.
         """
         memory = state_value(state, self.keys.memory_prompt) or ""
         memory = add_section(memory, summary_section(state_value(state, self.keys.summary)))
-        memory = add_section(memory, self.plan_section(state))
-        memory = add_section(memory, self.run_section(state))
+        memory = add_section(memory, self.plan_section(state, scope))
+        memory = add_section(memory, self.run_section(state, scope))
         parts = [p for p in (instructions, memory) if p]
         return "\n\n".join(parts) if parts else None
 
-    def model_messages(self, state: Any, *, instructions: str | None = None) -> list[BaseMessage]:
+    def model_messages(
+        self, state: Any, *, instructions: str | None = None, scope: Scope | None = None
+    ) -> list[BaseMessage]:
         """What the model sees: one system message (:meth:`system_prompt`), then the window."""
         messages = self.visible_messages(state, state_value(state, self.keys.messages) or [])
-        system = self.system_prompt(state, instructions)
+        system = self.system_prompt(state, instructions, scope=scope)
         return [SystemMessage(system), *messages] if system else messages
 
     def visible_messages(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -416,9 +449,11 @@ class MemoryTurn:
     def plan_archive(self, state: Any, scope: Scope) -> tuple[list[StoreWrite], dict[str, Any]]:
         """At the end of a run: the archive writes of the completed plans (the plan in state, and
         those it replaced), and the state update that clears them (and any plan whose lifetime is
-        the run); ``{}``: nothing to change."""
+        the run); ``{}``: nothing to change. Only the plan of the agent whose run ends: never
+        another agent's, nor the root's at the end of a sub-agent that shares or reads it."""
         config = self.plan_config
-        plan = as_plan(state_value(state, self.keys.plan)) if config is not None else None
+        mine = config is not None and owns_plan_lifetime(scope, self.layout)
+        plan = self._plan(state, scope) if mine else None
         if config is None or plan is None:
             return [], {}
         done = [*plan["finished"], *([plan] if plan["is_complete"] else [])]
@@ -452,7 +487,10 @@ class MemoryTurn:
         if archives:
             writes.extend(archives)
             context["archived_plans"] = [key for _, key, _ in archives]
-        return writes, {self.keys.run_memory: [], self.keys.memory_context: context, **cleared}
+        notes = run_notes_cleared(scope, self.layout)  # the root's: all; a sub-agent's: its own
+        if notes is not None:
+            cleared[self.keys.run_memory] = notes
+        return writes, {self.keys.memory_context: context, **cleared}
 
     def after_model(
         self, state: Any, scope: Scope, store: BaseStore, *, final: bool = False
@@ -575,7 +613,7 @@ class MemoryTurn:
         """Queue the model compactor's descriptions of the results ``update`` stored (never blocks)."""
         new = update.get(self.keys.tool_results)
         if self.describer is not None and new:
-            plan = as_plan(state_value(state, self.keys.plan))
+            plan = self._plan(state, scope)
             messages = state_value(state, self.keys.messages) or []
             self.describer.schedule(scope, messages, new, goal=plan["goal"] if plan else None)
         return update

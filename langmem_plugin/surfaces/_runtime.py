@@ -12,7 +12,20 @@ from langmem_plugin.core.scope import Scope, current_runtime, resolve_scope
 from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.errors import ConfigurationError
 
-__all__ = ["resolve_scope_and_store"]
+__all__ = ["resolve_agent_scope", "resolve_scope_and_store"]
+
+
+def resolve_agent_scope(
+    config: RunnableConfig | None,
+    *,
+    runtime: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    agent: str | None = None,
+) -> Scope:
+    """The scope (:func:`~langmem_plugin.core.scope.resolve_scope`), as the sub-agent ``agent`` when
+    one is given (the surfaces of ``memory.agent(name)``), for a surface that needs no store."""
+    scope = resolve_scope(config, runtime=runtime, metadata=metadata)
+    return scope.as_subagent(agent) if agent is not None else scope
 
 
 def resolve_scope_and_store(
@@ -33,10 +46,9 @@ def resolve_scope_and_store(
         ConfigurationError: no store was passed and the graph was compiled without one.
     """
     runtime = runtime if runtime is not None else current_runtime()
-    scope = resolve_scope(config, runtime=runtime, metadata=metadata)
+    agent = store.agent if isinstance(store, StoreSource) else None  # memory.agent(name)'s surfaces
+    scope = resolve_agent_scope(config, runtime=runtime, metadata=metadata, agent=agent)
     if isinstance(store, StoreSource):
-        if store.agent is not None:  # the surfaces of memory.agent(name)
-            scope = scope.as_subagent(store.agent)
         return scope, store.for_run(runtime)
     found = store if store is not None else getattr(runtime, "store", None)
     if found is None:

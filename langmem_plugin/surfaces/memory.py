@@ -332,10 +332,12 @@ class Memory(AgentMethods, TeamMethods, DocumentMethods, InspectingMethods):
         ``create_agent(model, tools=memory.tools, ...)``."""
         tools = self._memory_tools(self.tools_config) + self._team_tools()
         if RUN_NOTE_TOOL in self.tools_config.selected:
-            tools += create_run_tools(layout=self.layout, keys=self.keys)
+            tools += create_run_tools(layout=self.layout, keys=self.keys, agent=self.agent_name)
         tools += self._result_tools()
         if self.plan_config is not None:
-            tools += create_plan_tools(key=self.keys.plan, messages_key=self.keys.messages)
+            tools += create_plan_tools(
+                key=self.keys.plan, messages_key=self.keys.messages, layout=self.layout, agent=self.agent_name
+            )
         return tools
 
     def _result_tools(self) -> list[BaseTool]:

@@ -22,6 +22,13 @@ model message in order, as the reducer merges them
 assigned, refuses a second ``create_plan`` while the first one's plan is active, refuses an
 update an earlier call made impossible, and shows the plan as it is after the whole message.
 
+Across agents (:mod:`~langmem_plugin.services.plan.owner`): the agent that runs comes from the
+run (a subgraph, ``create_agent(name=...)``) or from ``agent=`` (``memory.agent(name)``'s tools).
+A sub-agent whose plan is isolated (the default) creates and changes only its own plan, and only
+when the state holds no other agent's; one to which the plan is read-only reads the root's plan
+with ``get_plan`` and changes nothing. What the rule forbids is answered with an error that says
+whose the plan is and how to give the sub-agent its own, and the plan does not change.
+
 Usable alone in a hand-written graph::
 
     class State(MessagesState, PlanState): ...
@@ -48,9 +55,20 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.plan import PLAN_CALLS, PlanCall, PlanState, answer, as_plan, replay_calls
+from langmem_plugin.errors import AgentAccessError, ConfigurationError
+from langmem_plugin.services.layout import MemoryLayout
+from langmem_plugin.services.plan import (
+    PLAN_CALLS,
+    PlanCall,
+    PlanState,
+    answer,
+    as_plan,
+    check_plan_access,
+    plan_owner,
+    replay_calls,
+)
 from langmem_plugin.services.turn import state_value
+from langmem_plugin.surfaces._runtime import resolve_agent_scope
 from langmem_plugin.surfaces._tooling import strict_schema, validation_message
 
 __all__ = ["PLAN_TOOL_NAMES", "PlanState", "create_plan_tools"]
@@ -175,16 +193,34 @@ def _message_calls(
     return batch, calls, index
 
 
-def _make_tool(name: str, key: str, messages_key: str, names: frozenset[str]) -> StructuredTool:
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What every plan tool of one :func:`create_plan_tools` shares."""
+
+    key: str
+    messages_key: str
+    names: frozenset[str]
+    layout: MemoryLayout
+    agent: str | None
+
+
+def _make_tool(name: str, setup: _Setup) -> StructuredTool:
     fields = set(_SCHEMAS[name].model_fields)
+    key, messages_key = setup.key, setup.messages_key
 
     def reply(runtime: ToolRuntime[Any, Any], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
         """What this call writes to the plan key (``{}`` or ``{key: update}``), its answer, and
         whether the answer is an error."""
         me = PlanCall(name, {k: v for k, v in kwargs.items() if k in fields}, runtime.tool_call_id or "")
         messages = state_value(runtime.state, messages_key)
-        batch, calls, index = _message_calls(messages if isinstance(messages, list) else [], me, names)
-        outcomes = replay_calls(as_plan(state_value(runtime.state, key)), calls, batch=batch)
+        batch, calls, index = _message_calls(messages if isinstance(messages, list) else [], me, setup.names)
+        plan = as_plan(state_value(runtime.state, key))
+        scope = resolve_agent_scope(runtime.config, runtime=runtime, agent=setup.agent)  # from the run
+        try:  # another agent's plan, or one read-only to this agent: refused whatever the call
+            check_plan_access(plan, scope, setup.layout, write=name != "get_plan")
+        except AgentAccessError as exc:
+            return {}, f"Error: {exc}.\nThe plan did not change.", True
+        outcomes = replay_calls(plan, calls, batch=batch, agent=plan_owner(scope, setup.layout))
         text, error = answer(outcomes, index)
         return ({key: outcomes[index].update} if outcomes[index].writes else {}), text, error
 
@@ -224,7 +260,12 @@ def _make_tool(name: str, key: str, messages_key: str, names: frozenset[str]) ->
 
 
 def create_plan_tools(
-    *, key: str = "plan", messages_key: str = "messages", include: tuple[str, ...] = PLAN_TOOL_NAMES
+    *,
+    key: str = "plan",
+    messages_key: str = "messages",
+    include: tuple[str, ...] = PLAN_TOOL_NAMES,
+    layout: MemoryLayout | None = None,
+    agent: str | None = None,
 ) -> list[BaseTool]:
     """The plan tools, for ``model.bind_tools(...)`` and a ``ToolNode`` (or ``create_agent``).
 
@@ -233,6 +274,9 @@ def create_plan_tools(
             :func:`~langmem_plugin.services.plan.state.plan_reducer`, as in :class:`PlanState`).
         messages_key: the state key of the messages.
         include: which tools (see :data:`PLAN_TOOL_NAMES`).
+        layout: its rules across agents (``layout.agents``: the rule ``plan``) say whose plan each
+            agent sees and changes; ``None``: the default rules.
+        agent: the sub-agent the tools run as (``memory.agent(name)``'s); ``None``: the run says.
 
     Raises:
         ConfigurationError: an unknown tool name.
@@ -243,5 +287,5 @@ def create_plan_tools(
     unknown = [n for n in include if n not in PLAN_TOOL_NAMES]
     if unknown:
         raise ConfigurationError(f"unknown plan tool(s) {unknown}; the tools are {list(PLAN_TOOL_NAMES)}")
-    names = frozenset(include)
-    return [_make_tool(name, key, messages_key, names) for name in dict.fromkeys(include)]
+    setup = _Setup(key, messages_key, frozenset(include), layout or MemoryLayout(), agent)
+    return [_make_tool(name, setup) for name in dict.fromkeys(include)]

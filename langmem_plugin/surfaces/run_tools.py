@@ -11,6 +11,12 @@ A blank note, a note over the run compartment's size limit, and a note when run 
 are answered with an error the model can act on, and nothing is written; several calls in one
 message are all kept, in call order, and each answer counts the notes as the merge has them.
 
+Across agents (:mod:`~langmem_plugin.services.context.run_notes`): the agent that runs comes from
+the run (a subgraph, ``create_agent(name=...)``) or from ``agent=`` (``memory.agent(name)``'s
+tools). A sub-agent whose run notes are isolated adds notes marked with its name, which only it
+sees, and its limits count only its own notes; one to which they are read-only is answered with
+an error, and nothing is written.
+
 >>> [t.name for t in create_run_tools()]
 ['add_run_note']
 """
@@ -26,9 +32,17 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
 from langmem_plugin.errors import LangMemPluginError
-from langmem_plugin.services.context import DEFAULT_KEYS, RUN_NOTE_TOOL, StateKeys, notes_before
+from langmem_plugin.services.context import (
+    DEFAULT_KEYS,
+    RUN_NOTE_TOOL,
+    StateKeys,
+    notes_before,
+    run_note_entry,
+    visible_notes,
+)
 from langmem_plugin.services.layout import MemoryLayout, add_run_note
 from langmem_plugin.services.turn import state_value
+from langmem_plugin.surfaces._runtime import resolve_agent_scope
 from langmem_plugin.surfaces._tooling import sent_arguments, strict_schema, validation_message
 
 __all__ = ["create_run_tools"]
@@ -53,30 +67,40 @@ def _refusal(exc: ValidationError) -> str:
     )
 
 
-def create_run_tools(*, layout: MemoryLayout | None = None, keys: StateKeys = DEFAULT_KEYS) -> list[BaseTool]:
-    """``[add_run_note]`` for ``model.bind_tools(...)`` and a ``ToolNode`` (or ``create_agent``)."""
+def create_run_tools(
+    *, layout: MemoryLayout | None = None, keys: StateKeys = DEFAULT_KEYS, agent: str | None = None
+) -> list[BaseTool]:
+    """``[add_run_note]`` for ``model.bind_tools(...)`` and a ``ToolNode`` (or ``create_agent``).
+
+    Args:
+        layout: the run compartment's limits, and the rules across agents (``layout.agents``).
+        keys: the state keys.
+        agent: the sub-agent the tool runs as (``memory.agent(name)``'s); ``None``: the run says.
+    """
     layout = layout or MemoryLayout()
 
     def run(runtime: ToolRuntime[Any, Any], note: str) -> Command[Any]:
         call_id = runtime.tool_call_id or ""
         messages = state_value(runtime.state, keys.messages)
-        before = notes_before(
-            state_value(runtime.state, keys.run_memory),
-            messages if isinstance(messages, list) else [],
-            call_id,
-            layout=layout,
-        )
+        scope = resolve_agent_scope(runtime.config, runtime=runtime, agent=agent)  # from the run
         update: dict[str, Any] = {}
         status: Literal["success", "error"] = "success"
         try:
             _STRICT_INPUT.model_validate(sent_arguments(messages, call_id) or {"note": note})
+            entry = run_note_entry(note, scope, layout)  # refused when run notes are read-only to it
+            before = notes_before(
+                visible_notes(state_value(runtime.state, keys.run_memory), scope, layout),
+                messages if isinstance(messages, list) else [],
+                call_id,
+                layout=layout,
+            )
             after = add_run_note(before, note, layout=layout)
         except ValidationError as exc:  # an argument the tool does not take (LangChain drops it)
             text, status = _refusal(exc), "error"
         except LangMemPluginError as exc:
             text, status = f"Error: {exc}. Nothing was added to run memory.", "error"
         else:
-            update[keys.run_memory] = {"add": [note]}
+            update[keys.run_memory] = {"add": [entry]}
             text = f"Noted for this run ({len(after)} run note{'s' if len(after) != 1 else ''})."
         message = ToolMessage(text, tool_call_id=call_id, name=RUN_NOTE_TOOL, status=status)
         return Command(update={keys.messages: [message], **update})

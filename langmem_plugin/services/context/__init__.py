@@ -8,7 +8,8 @@
   in the background.
 - :mod:`.window`: the window trimmed to its budget, idle threads deleted.
 - :mod:`.summary`: what the window drops, summarized so nothing is lost.
-- :mod:`.run_notes`: run memory the model writes (``add_run_note``), merged in call order.
+- :mod:`.run_notes`: run memory the model writes (``add_run_note``), merged in call order, each
+  agent's own.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """
@@ -27,9 +28,14 @@ from langmem_plugin.services.context.results import (
 )
 from langmem_plugin.services.context.run_notes import (
     RUN_NOTE_TOOL,
+    RunNote,
     RunNotesAdd,
+    RunNotesClear,
     notes_before,
+    run_note_entry,
+    run_notes_cleared,
     run_notes_reducer,
+    visible_notes,
 )
 from langmem_plugin.services.context.summary import (
     ConversationSummary,
@@ -68,7 +74,9 @@ __all__ = [
     "ModelCompactor",
     "ResultDescriber",
     "ResultsConfig",
+    "RunNote",
     "RunNotesAdd",
+    "RunNotesClear",
     "StateKeys",
     "StoredResult",
     "SummaryConfig",
@@ -89,6 +97,8 @@ __all__ = [
     "result_describer",
     "results_update_steps",
     "results_view",
+    "run_note_entry",
+    "run_notes_cleared",
     "run_notes_reducer",
     "summary_reducer",
     "summary_section",
@@ -96,5 +106,6 @@ __all__ = [
     "summary_view",
     "transform_result",
     "trim_window",
+    "visible_notes",
     "window_removals",
 ]

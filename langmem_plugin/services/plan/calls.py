@@ -135,8 +135,8 @@ _OPS: dict[str, _Make] = {
 }
 
 
-def _change(plan: Plan | None, call: PlanCall, batch: str | None) -> PlanUpdate:
-    """What ``call`` writes to the plan key when the plan is ``plan``.
+def _change(plan: Plan | None, call: PlanCall, batch: str | None, agent: str | None) -> PlanUpdate:
+    """What ``call`` writes to the plan key when the plan is ``plan`` (``agent``: whose plan it creates).
 
     Raises:
         PlanError: the call does not apply to ``plan``.
@@ -148,7 +148,7 @@ def _change(plan: Plan | None, call: PlanCall, batch: str | None) -> PlanUpdate:
                 "update_plan_step) or finish it with complete_plan before creating another"
             )
         plan_id = plan_id_for(batch, call.call_id, plan)
-        return new_plan(call.args.get("goal", ""), call.args.get("steps", ()), plan_id=plan_id)
+        return new_plan(call.args.get("goal", ""), call.args.get("steps", ()), plan_id=plan_id, agent=agent)
     make = _OPS.get(call.name)
     if make is None:
         raise PlanError(f"{call.name!r} is not a plan tool; the plan tools are {', '.join(PLAN_CALLS)}")
@@ -162,30 +162,33 @@ def _change(plan: Plan | None, call: PlanCall, batch: str | None) -> PlanUpdate:
     return {"ops": [op]}
 
 
-def run_call(plan: Plan | None, call: PlanCall, *, batch: str | None = None) -> CallOutcome:
-    """``call`` run against ``plan`` (``batch``: the id of its model message)."""
+def run_call(
+    plan: Plan | None, call: PlanCall, *, batch: str | None = None, agent: str | None = None
+) -> CallOutcome:
+    """``call`` run against ``plan`` (``batch``: the id of its model message; ``agent``: the sub-agent
+    whose own plan a ``create_plan`` makes, ``None``: the root's)."""
     if call.refusal is not None:
         return CallOutcome(call, plan, plan, error=call.refusal)
     if call.name == "get_plan":
         return CallOutcome(call, plan, plan)
     try:
-        update = _change(plan, call, batch)
+        update = _change(plan, call, batch, agent)
     except PlanError as exc:
         return CallOutcome(call, plan, plan, error=str(exc))
     return CallOutcome(call, plan, plan_reducer(plan, update), update=update, writes=True)
 
 
 def replay_calls(
-    plan: Plan | None, calls: Sequence[PlanCall], *, batch: str | None = None
+    plan: Plan | None, calls: Sequence[PlanCall], *, batch: str | None = None, agent: str | None = None
 ) -> list[CallOutcome]:
     """The calls of one model message run in order from ``plan``, each against the plan the calls
-    before it left — what the ``plan`` reducer does with their writes."""
+    before it left — what the ``plan`` reducer does with their writes (``agent``: see :func:`run_call`)."""
     outcomes: list[CallOutcome] = []
     start, current = plan, plan
     for call in calls:
-        outcome = run_call(current, call, batch=batch)
+        outcome = run_call(current, call, batch=batch, agent=agent)
         if outcome.error is not None and call.refusal is None and current is not start:
-            alone = run_call(start, call, batch=batch).error is None
+            alone = run_call(start, call, batch=batch, agent=agent).error is None
             outcome = CallOutcome(call, current, current, error=outcome.error, alone=alone)
         outcomes.append(outcome)
         current = outcome.after

@@ -240,6 +240,8 @@ def plan_record(
         metadata["completed_at"] = plan["completed_at"]
     if thread_id:
         metadata["thread_id"] = thread_id
+    if "agent" in plan:  # a sub-agent's own plan
+        metadata["agent"] = plan["agent"]
     return MemoryRecord(
         content=content,
         category=PLAN_CATEGORY,

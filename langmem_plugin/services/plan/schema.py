@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, NotRequired, TypeAlias, get_args
 
 from typing_extensions import TypedDict  # pydantic (state schemas) needs it before Python 3.12
 
@@ -148,6 +148,9 @@ class Plan(TypedDict):
     """Tool answers of the last model message that the merge contradicted (an op made by a
     tool call that no longer applied, a step id that was taken); rendered with the plan until a
     tool call of a later model message changes the plan. Empty when the answers were true."""
+    agent: NotRequired[str]
+    """The sub-agent whose own plan it is (its plan rule is ``isolated``; see
+    :mod:`~langmem_plugin.services.plan.owner`); absent: the root agent's plan."""
 
 
 class PlanOp(TypedDict, total=False):

@@ -145,9 +145,15 @@ def _step(step_id: str, description: str, at: str) -> PlanStep:
 
 
 def new_plan(
-    goal: str, steps: Sequence[str] = (), *, now: datetime | None = None, plan_id: str | None = None
+    goal: str,
+    steps: Sequence[str] = (),
+    *,
+    now: datetime | None = None,
+    plan_id: str | None = None,
+    agent: str | None = None,
 ) -> Plan:
-    """A new plan: ``goal`` and ``steps`` (descriptions, all pending, ids ``s1``, ``s2``, ...).
+    """A new plan: ``goal`` and ``steps`` (descriptions, all pending, ids ``s1``, ``s2``, ...);
+    ``agent``: the sub-agent whose own plan it is (``None``: the root's).
 
     A plan may have no steps (a goal alone); steps are added later with :func:`add_step_op`.
 
@@ -165,7 +171,7 @@ def new_plan(
         raise PlanError(f"a plan id has only letters, digits, '_' and '-' (at most 40), got {clip(plan_id)}")
     at = stamp(now)
     made = [_step(f"s{i}", plan_text(d, f"step {i}"), at) for i, d in enumerate(steps, start=1)]
-    return Plan(
+    plan = Plan(
         id=plan_id or uuid.uuid4().hex[:8],
         goal=goal,
         steps=made,
@@ -179,6 +185,9 @@ def new_plan(
         finished=[],
         corrections=[],
     )
+    if agent is not None:
+        plan["agent"] = agent
+    return plan
 
 
 def _next_id(plan: Plan) -> str:
@@ -454,7 +463,7 @@ def as_plan(value: Any) -> Plan | None:
     finished: list[Any] = raw if isinstance(raw, list) else []
     completed_at = value.get("completed_at")
     summary = value.get("summary")
-    return Plan(
+    plan = Plan(
         id=plan_id if isinstance(plan_id, str) and STEP_ID_PATTERN.fullmatch(plan_id) else "p0",
         goal=_clip(goal),
         steps=steps,
@@ -468,6 +477,10 @@ def as_plan(value: Any) -> Plan | None:
         finished=[p for f in finished if (p := as_plan(f)) is not None and p["is_complete"]][-MAX_FINISHED:],
         corrections=_as_corrections(value.get("corrections")),
     )
+    agent = value.get("agent")
+    if isinstance(agent, str) and agent:
+        plan["agent"] = agent
+    return plan
 
 
 def _correct(plan: Plan, op: Mapping[str, Any], at: str, text: str) -> Plan:
