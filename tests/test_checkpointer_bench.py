@@ -1,4 +1,7 @@
-"""``langmem-plugin bench checkpointer`` runs end to end on a small corpus (numbers are not checked)."""
+"""``langmem-plugin bench checkpointer`` runs end to end on a small corpus (numbers are not checked).
+
+``--scale`` is ``bench scale --stores checkpointer``: tests/test_bench_scale.py runs it.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +26,3 @@ def test_bench_checkpointer_prints_its_table(capsys: pytest.CaptureFixture[str])
         assert row in out
     assert "CheckpointerStore(SqliteSaver)" in out
     assert "SqliteStore" in out
-
-
-def test_bench_checkpointer_scale_prints_one_row_per_size(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "checkpointer", "--scale", "200,400", "--samples", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "| 200 " in out
-    assert "| 400 " in out
-    assert "vector search p50" in out

@@ -119,20 +119,31 @@ def test_bench_stores_without_the_bench_extra_stops_before_measuring(
 
 
 @pytest.mark.parametrize(
-    ("argv", "missing"),
+    ("argv", "missing", "says"),
     [
-        (["bench", "checkpointer", "--items", "10", "--samples", "3"], "pysqlite3"),
-        (["bench", "checkpointer", "--scale", "10", "--samples", "3"], "langgraph.checkpoint.sqlite"),
+        (
+            ["bench", "checkpointer", "--items", "10", "--samples", "3"],
+            "pysqlite3",
+            "the checkpointer benchmark needs pysqlite3. Fix: pip install 'langmem-plugin[bench]'",
+        ),
+        (  # bench scale --stores checkpointer
+            ["bench", "checkpointer", "--scale", "10", "--samples", "3"],
+            "langgraph.checkpoint.sqlite",
+            "bench scale's checkpointer store needs langgraph.checkpoint.sqlite. Fix: pip install "
+            "'langmem-plugin[sqlite]'",
+        ),
     ],
 )
 def test_bench_checkpointer_without_the_bench_extra_says_the_pip_line(
-    argv: list[str], missing: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    missing: str,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setitem(sys.modules, missing, None)
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("langmem-plugin bench checkpointer: the checkpointer benchmark needs")
-    assert "pip install 'langmem-plugin[bench]'" in err
+    assert capsys.readouterr().err.startswith(f"langmem-plugin bench checkpointer: {says}")
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,9 @@ measures and re-exports what the command uses; a ``run`` module runs it):
 - :mod:`.stores` (``bench stores``): QdrantStore beside its peers; the data, the peers, the
   engine's ceiling, the table;
 - :mod:`.checkpointer`, :mod:`.memory`, :mod:`.context`, :mod:`.plan`, :mod:`.inspect`,
-  :mod:`.forgetting`, :mod:`.startup`, :mod:`.realtalk` (``bench checkpointer``, ``memory``,
-  ``context``, ``plan``, ``inspect``, ``forgetting``, ``startup``, ``realtalk``), and
+  :mod:`.forgetting`, :mod:`.startup`, :mod:`.realtalk`, :mod:`.scale` (``bench checkpointer``,
+  ``memory``, ``context``, ``plan``, ``inspect``, ``forgetting``, ``startup``, ``realtalk``,
+  ``scale``), and
   :mod:`.knowledge`, :mod:`.postgres`, :mod:`.extraction`, :mod:`.import_history` (run with
   ``python -m``): one module each.
 

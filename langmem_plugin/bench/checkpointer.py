@@ -19,9 +19,9 @@ configures it (WAL, ``synchronous=FULL``: an fsync per commit) and B through
 ``CheckpointerStore.from_sqlite`` (WAL, ``synchronous=NORMAL``: survives a
 process crash, not a power loss). SqliteStore runs with its defaults.
 
-``--scale 10000,50000,100000`` measures CheckpointerStore(SqliteSaver) alone as
-it grows — the in-process indexes are what limit it: vector search is exact
-(one matrix product), and opening folds the whole log.
+``--scale 10000,100000`` is ``bench scale --stores checkpointer`` (:mod:`.scale`):
+the store as it grows, through ``Memory`` — the in-process indexes are what limit
+it: vector search is exact (one matrix product), and opening folds the whole log.
 
 SqliteStore's vector search needs a SQLite that loads extensions:
 ``pip install 'langmem-plugin[bench]'`` (``pysqlite3-binary``).
@@ -45,7 +45,7 @@ from langmem_plugin.bench.report import Timer, format_table, percentile
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.testing import FakeEmbeddings
 
-__all__ = ["CheckpointerBenchResult", "StoreNumbers", "run_checkpointer_bench", "run_scale_bench"]
+__all__ = ["CheckpointerBenchResult", "StoreNumbers", "run_checkpointer_bench"]
 
 _KINDS = ["fact", "episode", "preference", "document"]
 
@@ -261,84 +261,3 @@ def run_checkpointer_bench(
     result.stores.append(measure("InMemoryStore", memory, None, None, vector_samples=max(5, samples // 20)))
     tmp.cleanup()
     return result
-
-
-def run_scale_bench(
-    sizes: Sequence[int], *, dims: int = 384, samples: int = 50, workdir: str | None = None
-) -> str:
-    """CheckpointerStore(SqliteSaver) at each size: load, search p50s, reopen, vector memory; a table."""
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"the checkpointer benchmark needs {exc.name}. Fix: pip install 'langmem-plugin[bench]'."
-        ) from exc
-
-    from langmem_plugin.stores.checkpointer import CheckpointerStore
-
-    fake = FakeEmbeddings(dims=dims)
-    rows: list[list[object]] = []
-    for size in sizes:
-        texts = sample_sentences(size, seed=5)
-        queries = sample_sentences(samples, seed=6)
-        cache = dict(zip(texts + queries, fake.embed_documents(texts + queries), strict=True))
-
-        def embed(batch: Sequence[str], cache: dict[str, list[float]] = cache) -> list[list[float]]:
-            return [cache[t] for t in batch]
-
-        index: dict[str, Any] = {"dims": dims, "embed": embed, "fields": ["text"]}
-        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-            path = Path(tmp) / "scale.sqlite"
-            conn = sqlite3.connect(path, check_same_thread=False)
-            store = CheckpointerStore(SqliteSaver(conn), index=index)  # type: ignore[arg-type]
-            with Timer() as load:
-                for start in range(0, size, 500):
-                    store.batch(
-                        [
-                            PutOp(
-                                ("bench", f"user{(i // 500) % 20}"),
-                                f"k{i}",
-                                {"text": texts[i], "kind": _KINDS[i % 4], "priority": i % 10},
-                            )
-                            for i in range(start, min(size, start + 500))
-                        ]
-                    )
-            vector = []
-            for q in queries:
-                begin = time.perf_counter()
-                store.search(("bench",), query=q, limit=10)
-                vector.append(time.perf_counter() - begin)
-            filtered = []
-            for j in range(samples):
-                begin = time.perf_counter()
-                store.search(("bench",), filter={"kind": _KINDS[j % 4], "priority": {"$gte": 5}}, limit=10)
-                filtered.append(time.perf_counter() - begin)
-            conn.close()
-            conn = sqlite3.connect(path, check_same_thread=False)
-            with Timer() as reopen:
-                again = CheckpointerStore(SqliteSaver(conn), index=index)  # type: ignore[arg-type]
-                again.get(("bench", "user0"), "k0")
-            conn.close()
-            rows.append(
-                [
-                    f"{size:,}",
-                    f"{size / load.seconds:,.0f} items/s",
-                    f"{percentile(vector, 50) * 1000:.2f} ms",
-                    f"{percentile(filtered, 50) * 1000:.2f} ms",
-                    f"{reopen.seconds:.2f} s",
-                    f"{size * dims * 4 / 1e6:.0f} MB",
-                    f"{_disk(path) / 1e6:.0f} MB",
-                ]
-            )
-    return format_table(
-        [
-            "items",
-            "load (500/batch)",
-            "vector search p50",
-            "filtered search p50",
-            "reopen",
-            "vectors in RAM",
-            "disk",
-        ],
-        rows,
-    )

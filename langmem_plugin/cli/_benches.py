@@ -7,6 +7,7 @@ one line, exit 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,14 +63,17 @@ def _run_bench(args: argparse.Namespace) -> int:
     if args.bench == "checkpointer":
         from langmem_plugin.bench.checkpointer import run_checkpointer_bench
 
-        print(f"langmem-plugin {__version__} — checkpointer store benchmark")
-        if args.scale:
-            from langmem_plugin.bench.checkpointer import run_scale_bench
+        if args.scale:  # the CheckpointerStore as it grows: bench scale measures it, beside the others
+            from langmem_plugin.bench.datasets import locomo_path
 
-            print(run_scale_bench(args.scale, samples=min(args.samples, 50)))
-            return 0
+            args.sizes, args.stores, args.queries = args.scale, ["checkpointer"], min(args.samples, 200)
+            args.data, args.cache, args.postgres_url, args.seed = locomo_path(), None, None, 0
+            return _run_scale(args)
+        print(f"langmem-plugin {__version__} — checkpointer store benchmark")
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
         return 0
+    if args.bench == "scale":
+        return _run_scale(args)
     if args.bench in ("locomo", "realtalk"):
         from langmem_plugin.bench.locomo.cli import run_cli
 
@@ -168,6 +172,28 @@ def _run_bench(args: argparse.Namespace) -> int:
     raise AssertionError(args.bench)  # argparse rejects other names
 
 
+def _run_scale(args: argparse.Namespace) -> int:
+    from langmem_plugin.bench.scale import run_scale_bench
+
+    print(
+        f"langmem-plugin {__version__} — memory at scale: {', '.join(f'{s:,}' for s in args.sizes)} "
+        f"memories (LoCoMo's turns, renamed per user) on {', '.join(args.stores)}; {args.queries} "
+        "recalls each"
+    )
+    result = run_scale_bench(
+        args.sizes,
+        data=args.data,
+        stores=args.stores,
+        queries=args.queries,
+        seed=args.seed,
+        cache=args.cache,
+        postgres_url=args.postgres_url,
+        progress=print,
+    )
+    print(result.table())
+    return 0
+
+
 def _add_benchmarks(benches: Any) -> None:
     """The subcommands of ``bench``, each option checked before anything runs."""
     from langmem_plugin.bench.context import DEFAULT_DATA as DEFAULT_CONTEXT_DATA
@@ -218,11 +244,14 @@ def _add_benchmarks(benches: Any) -> None:
     )
     ckpt.add_argument("--items", type=_count(1), default=10_000, help="items to load (default 10000)")
     ckpt.add_argument("--samples", type=_count(1), default=200, help="timed calls per measure (default 200)")
+    _add_scale(benches)
     mem = benches.add_parser("memory", help="save, recall, search and remember per turn, and tokens injected")
     mem.add_argument("--memories", type=_count(1), default=1000, help="user memories to store (default 1000)")
     mem.add_argument("--queries", type=_count(1), default=100, help="timed queries (default 100)")
     ckpt.add_argument(
-        "--scale", type=_sizes, help="sizes, e.g. 10000,50000,100000: CheckpointerStore alone as it grows"
+        "--scale",
+        type=_sizes,
+        help="sizes, e.g. 10000,100000: bench scale --stores checkpointer --sizes (needs LoCoMo's data)",
     )
     add_locomo_parsers(benches, _names)  # bench locomo and bench realtalk
     forgetting = benches.add_parser(
@@ -339,3 +368,43 @@ def _add_benchmarks(benches: Any) -> None:
             return 2
 
     inspect.set_defaults(func=run_inspect)  # its own runner: the subcommand's default wins over bench's
+
+
+def _add_scale(benches: Any) -> None:
+    from langmem_plugin.bench.datasets import locomo_path
+    from langmem_plugin.bench.scale import STORES
+
+    scale = benches.add_parser(
+        "scale",
+        help="recall p50/p95, import rate, RSS and disk per memory at 10k, 100k, 1M memories on each store "
+        "(LoCoMo's turns renamed per user; needs LoCoMo, not shipped)",
+    )
+    scale.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[10_000, 100_000],
+        help="memories, comma-separated (default 10000,100000; 1000000 takes hours on 2 cores)",
+    )
+    scale.add_argument(
+        "--stores",
+        type=_names(STORES, "store"),
+        default=list(STORES),
+        metavar="NAME,...",
+        help=f"comma-separated stores to measure, from: {', '.join(STORES)} (default: all)",
+    )
+    scale.add_argument("--queries", type=_count(1), default=200, help="timed recalls per cell (default 200)")
+    scale.add_argument("--seed", type=int, default=0, help="which users and questions are asked (default 0)")
+    scale.add_argument(
+        "--data", type=Path, default=locomo_path(), help="path to locomo10.json (LoCoMo, not shipped)"
+    )
+    scale.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="an .npz file keeping LoCoMo's MiniLM vectors between runs (made when missing)",
+    )
+    scale.add_argument(
+        "--postgres-url",
+        default=os.environ.get("POSTGRES_URL"),
+        help="a server with pgvector (default $POSTGRES_URL, else a temporary one from the dev extra)",
+    )

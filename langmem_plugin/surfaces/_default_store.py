@@ -30,6 +30,15 @@ __all__ = ["LEXICAL_FIELDS", "MemoryIndexConfig", "default_store", "memory_index
 #: the turn before (the question an answer shares no word with) and the text itself.
 LEXICAL_FIELDS: tuple[str, ...] = ("metadata.session", "metadata.context", "content")
 
+#: The payload indexes of the default store: a thread's memories (the inspector's thread page,
+#: ``memories list --thread``) are filtered on ``metadata.thread_id`` among all of a user's, and the
+#: history entries of a thread on ``thread_id``; without an index the engine reads every one of them
+#: (docs/scale.md has the numbers).
+DEFAULT_FILTER_INDEXES: dict[str, Literal["keyword"]] = {
+    "metadata.thread_id": "keyword",
+    "thread_id": "keyword",
+}
+
 
 class MemoryIndexConfig(IndexConfig, total=False):
     """An ``index`` config that ``QdrantStore`` and ``CheckpointerStore`` both take."""
@@ -129,14 +138,15 @@ def default_store(
         EmbedderMismatchError: ``path`` was written with another embedder (same dims or not:
             ``core.embeddings.embedder_id`` names it); raised here, so ``Memory(path=...)`` raises.
     """
-    from langmem_plugin.stores.qdrant import QdrantStore  # qdrant-client is slow to import: on use
+    from langmem_plugin.stores.qdrant import QdrantOptions, QdrantStore  # slow to import: on use
 
     embedder = resolve_embeddings(embeddings)
     given = dims_given(dims)
     index = _index(embedder, given if given is not None else known_dims(embedder), "hybrid")
+    options: QdrantOptions = {"filter_indexes": DEFAULT_FILTER_INDEXES}
     if path is None:
-        return QdrantStore.temporary(index=index)
-    return QdrantStore(usable_directory(path), index=index)
+        return QdrantStore.temporary(index=index, options=options)
+    return QdrantStore(usable_directory(path), index=index, options=options)
 
 
 def usable_directory(path: object) -> Path:
