@@ -8,6 +8,7 @@ middleware at the top; a real checkpointer; scripted models that emit real tool 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -81,12 +82,29 @@ def _team(memory: Memory, lead: ScriptedChatModel, researcher: ScriptedChatModel
     return builder.compile(checkpointer=InMemorySaver(), store=memory.store)
 
 
-def _run(graph: Any, text: str = "write the report") -> tuple[dict[str, Any], dict[str, Any]]:
+def _run(graph: Any, mode: str = "sync") -> tuple[dict[str, Any], dict[str, Any]]:
     """The final state, and what the researcher node handed back to the parent."""
     handed: dict[str, Any] = {}
-    for chunk in graph.stream({"messages": [HumanMessage(text)]}, CONFIG, stream_mode="updates"):
-        handed.update(chunk.get("researcher") or {})
-    return graph.get_state(CONFIG).values, handed
+    inputs = {"messages": [HumanMessage("write the report")]}
+    if mode == "sync":
+        for chunk in graph.stream(inputs, CONFIG, stream_mode="updates"):
+            handed.update(chunk.get("researcher") or {})
+        return graph.get_state(CONFIG).values, handed
+
+    async def run() -> dict[str, Any]:
+        async for chunk in graph.astream(inputs, CONFIG, stream_mode="updates"):
+            handed.update(chunk.get("researcher") or {})
+        values: dict[str, Any] = (await graph.aget_state(CONFIG)).values
+        return values
+
+    return asyncio.run(run()), handed
+
+
+def _invoke(graph: Any, inputs: dict[str, Any], mode: str) -> dict[str, Any]:
+    if mode == "sync":
+        out: dict[str, Any] = graph.invoke(inputs, CONFIG)
+        return out
+    return asyncio.run(graph.ainvoke(inputs, CONFIG))
 
 
 # -- run notes ------------------------------------------------------------------------------------
@@ -117,14 +135,17 @@ def test_each_agent_sees_its_own_notes_by_its_rule() -> None:
     assert seen(Scope(agent="helper", subagent=True)) == ["root"]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("rule", ["isolated", "read_only", "shared"])
-def test_a_subgraph_sub_agents_run_notes_follow_its_rule_and_its_end_keeps_the_roots(rule: str) -> None:
+def test_a_subgraph_sub_agents_run_notes_follow_its_rule_and_its_end_keeps_the_roots(
+    rule: str, mode: str
+) -> None:
     store = InMemoryStore()
     memory = _memory(store, agents=AgentRules(run=rule))
     lead = ScriptedChatModel([tool_call("add_run_note", note="budget is 500 EUR"), "report written"])
     researcher = ScriptedChatModel([tool_call("add_run_note", note="source B is paywalled"), SUB_DONE])
     try:
-        out, handed = _run(_team(memory, lead, researcher))
+        out, handed = _run(_team(memory, lead, researcher), mode)
     finally:
         memory.close()
 
@@ -160,7 +181,7 @@ def test_a_create_agent_sub_agent_as_a_node_keeps_its_notes_and_the_roots_apart(
     model = ScriptedChatModel([tool_call("add_run_note", note="mirror 2 is down"), SUB_DONE])
     agent = create_agent(model, tools=memory.tools, middleware=[memory.middleware()], name="researcher")
 
-    def seed(state: dict[str, Any]) -> dict[str, Any]:
+    def seed(state: MemoryState) -> dict[str, Any]:
         return {"run_memory": ["deadline is Friday"], "plan": root_plan}
 
     builder = StateGraph(MemoryState)
@@ -349,8 +370,9 @@ def _agent_graph(surface: str, memory: Memory, model: ScriptedChatModel, store: 
     )
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("surface", ["nodes", "middleware"])
-def test_memory_agent_surfaces_keep_to_the_agents_own_notes_and_plan(surface: str) -> None:
+def test_memory_agent_surfaces_keep_to_the_agents_own_notes_and_plan(surface: str, mode: str) -> None:
     store = InMemoryStore()
     memory = _memory(store, plan=True)
     researcher = memory.agent("researcher")
@@ -370,8 +392,8 @@ def test_memory_agent_surfaces_keep_to_the_agents_own_notes_and_plan(surface: st
     )
     graph = _agent_graph(surface, researcher, model, store)
     try:
-        out = graph.invoke(
-            {"messages": [HumanMessage("dig")], "run_memory": others, "plan": root_plan}, CONFIG
+        out = _invoke(
+            graph, {"messages": [HumanMessage("dig")], "run_memory": others, "plan": root_plan}, mode
         )
     finally:
         memory.close()

@@ -41,6 +41,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import MissingDependencyError
 from langmem_plugin.services.context import (
     ConversationSummary,
+    RunNoteEntry,
     keep_first,
     run_notes_reducer,
     summary_reducer,
@@ -73,7 +74,7 @@ class MemoryAgentState(AgentState[Any]):
 
     memory_prompt: NotRequired[str]
     memory_context: NotRequired[dict[str, Any]]
-    run_memory: Annotated[NotRequired[list[str]], run_notes_reducer]
+    run_memory: Annotated[NotRequired[list[RunNoteEntry]], run_notes_reducer]
     plan: NotRequired[Annotated[Plan | None, plan_reducer]]
     tool_results: Annotated[NotRequired[dict[str, Any]], keep_first]
     compacted: Annotated[NotRequired[dict[str, str]], keep_first]

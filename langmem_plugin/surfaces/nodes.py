@@ -38,6 +38,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.context import (
     ConversationSummary,
+    RunNoteEntry,
     keep_first,
     run_notes_reducer,
     summary_reducer,
@@ -57,8 +58,9 @@ class MemoryState(MessagesState, total=False):
         memory_prompt: the fenced context recall built for the next model call.
         memory_context: what recall injected (query, ids, scores, tokens per section) and
             what remember stored.
-        run_memory: notes of this run (strings), always injected, cleared when the run ends; the
-            ``add_run_note`` tool appends to it (its reducer keeps parallel calls in order).
+        run_memory: notes of this run (strings; a sub-agent's own are ``{"content", "agent"}``),
+            always injected, cleared when the run ends; the ``add_run_note`` tool appends to it (its
+            reducer keeps parallel calls in order).
         plan: the agent's plan (:mod:`langmem_plugin.services.plan.state`), changed by the plan tools;
             its reducer merges the updates of parallel tool calls.
         tool_results: the stored tool results, by tool-call id (written once).
@@ -69,7 +71,7 @@ class MemoryState(MessagesState, total=False):
 
     memory_prompt: str
     memory_context: dict[str, Any]
-    run_memory: Annotated[list[str], run_notes_reducer]
+    run_memory: Annotated[list[RunNoteEntry], run_notes_reducer]
     plan: Annotated[Plan | None, plan_reducer]
     tool_results: Annotated[dict[str, Any], keep_first]
     compacted: Annotated[dict[str, str], keep_first]

@@ -29,6 +29,7 @@ from langmem_plugin.services.context.results import (
 from langmem_plugin.services.context.run_notes import (
     RUN_NOTE_TOOL,
     RunNote,
+    RunNoteEntry,
     RunNotesAdd,
     RunNotesClear,
     notes_before,
@@ -75,6 +76,7 @@ __all__ = [
     "ResultDescriber",
     "ResultsConfig",
     "RunNote",
+    "RunNoteEntry",
     "RunNotesAdd",
     "RunNotesClear",
     "StateKeys",
