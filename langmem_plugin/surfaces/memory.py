@@ -62,11 +62,11 @@ from langmem_plugin.services.upkeep import (
     forget_user_steps,
 )
 from langmem_plugin.stores import lexical_view
-from langmem_plugin.surfaces._agents import AgentMethods
 from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, state_of
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, dims_given, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
 from langmem_plugin.surfaces._inspecting import InspectingMethods
+from langmem_plugin.surfaces._snapshots import SnapshotMethods
 from langmem_plugin.surfaces._team import TeamMethods, with_team
 from langmem_plugin.surfaces.callbacks import (
     RETRIEVING_TOOLS,
@@ -144,7 +144,7 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory(AgentMethods, TeamMethods, DocumentMethods, InspectingMethods):
+class Memory(SnapshotMethods, TeamMethods, DocumentMethods, InspectingMethods):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
