@@ -121,12 +121,6 @@ def test_a_supervisor_and_two_workers_each_see_and_write_what_their_rules_say(st
     assert store.search(private("hotels")) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MemoryMiddleware.before_model recalls only when the last message is the user's "
-    "(MemoryTurn.starts_turn); a create_agent worker handed the conversation by a tool message "
-    "(supervisor, swarm) starts without recall",
-)
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_create_agent_worker_handed_the_conversation_recalls(store: InMemoryStore) -> None:
     from langgraph_supervisor import create_supervisor

@@ -103,6 +103,22 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     def _scope(self, runtime: Runtime[Any]) -> tuple[Scope, BaseStore]:
         return resolve_scope_and_store(None, self.turn.store, runtime=runtime, what="the memory middleware")
 
+    def before_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Recall when a sub-agent starts on a conversation it was handed (a supervisor's or a
+        swarm's hand-off ends with a tool message, not the user's): its first model call sees
+        memory as a turn the user starts does."""
+        if self.turn.starts_turn(state) or not state.get("messages"):
+            return None
+        scope, store = self._scope(runtime)
+        return self.turn.before_model(state, scope, store) if scope.subagent else None
+
+    async def abefore_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async :meth:`before_agent`."""
+        if self.turn.starts_turn(state) or not state.get("messages"):
+            return None
+        scope, store = self._scope(runtime)
+        return await self.turn.abefore_model(state, scope, store) if scope.subagent else None
+
     def before_model(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Recall when a user message starts the turn; otherwise store new tool results."""
         if not self.turn.starts_turn(state):
