@@ -285,3 +285,20 @@ def test_a_real_recall_gives_a_wide_question_more_windows_within_the_budget(memo
 
     assert len(titles_in(shaped.prompt)) > len(titles_in(before.prompt))
     assert 'cut "tokens' in shaped.prompt  # each long exchange shown as its window, with where it was cut
+
+
+def test_a_memory_a_little_over_its_share_is_shown_whole_when_cutting_would_not_save() -> None:
+    rng = random.Random(11)
+    words: list[str] = []
+    while count_tokens(" ".join(words)) < 60:  # a little over a tenth of 550 (55)
+        words.append(rng.choice(WORDS))
+    memory = _stored(" ".join(words) + ".", "slightly-long")
+    wide = "Which gardens and markets did Sam visit?"
+    cut = MemoriesFitter(550, None, wide, dataclasses.replace(FIT_SHAPED, cut_saves=0))
+    whole = MemoriesFitter(550, None, wide, FIT_SHAPED)  # cut_saves=16
+    cut_cost, whole_cost = cut.add(memory), whole.add(memory)
+    assert cut_cost is not None
+    assert whole_cost is not None
+    assert 'cut "tokens' in cut.text()
+    assert 'cut "tokens' not in whole.text()
+    assert " ".join(words) + "." in whole.text()  # whole: a window would save too little to pay its fields

@@ -8,10 +8,10 @@ comes to), and ``max_items`` grows with the budget (20 at 600, as the default). 
 share of evidence turns injected (mean over questions, as the product row counts it) and the
 tokens of the prompt injected (cl100k, mean over questions).
 
-The rows are the presets of :meth:`~langmem_plugin.RecallConfig.preset` and ``fit before``: the
-default with the budget spent as before :class:`~langmem_plugin.services.recall.fit.FitConfig`
-(:data:`~langmem_plugin.services.recall.fit.FIT_BEFORE`), so the curve shows what the fitting
-buys at every budget. :data:`ANCHORS` are what other memory systems inject per question (their
+The rows are the presets of :meth:`~langmem_plugin.RecallConfig.preset` and ``fit shaped``: the
+default with the budget spent by question shape (:data:`~langmem_plugin.services.recall.FIT_SHAPED`:
+a question that aggregates or hops gets more and shorter items), so the curve shows what that
+fitting gives at every budget. :data:`ANCHORS` are what other memory systems inject per question (their
 own figures, not measured here), printed beside the curve.
 """
 
@@ -48,8 +48,8 @@ __all__ = [
 
 #: The totals (prompt tokens injected) the curve is measured at.
 CURVE_BUDGETS: tuple[int, ...] = (200, 400, 600, 1000, 2000)
-#: The rows: each preset of ``RecallConfig.preset``, and the default fitted as before ``FitConfig``.
-CURVE_ROWS: tuple[str, ...] = ("fast", "default", "best", "fit before")
+#: The rows: each preset of ``RecallConfig.preset``, and the default fitted by question shape.
+CURVE_ROWS: tuple[str, ...] = ("fast", "default", "best", "fit shaped")
 #: What a total leaves the fence and its preamble: the memories budget is the total less this.
 FENCE_TOKENS = 50
 #: What other memory systems inject per question, by their own account (not measured here).
@@ -63,14 +63,14 @@ _ITEMS_AT_600 = 20
 def curve_config(row: str, total: int) -> RecallConfig:
     """The recall configuration of ``row`` (:data:`CURVE_ROWS`) at ``total`` tokens."""
     from langmem_plugin import RecallConfig
-    from langmem_plugin.services.recall import FIT_BEFORE, TokenBudgets
+    from langmem_plugin.services.recall import FIT_SHAPED, TokenBudgets
 
     changes: dict[str, Any] = {
         "budgets": TokenBudgets(memories=max(total - FENCE_TOKENS, 0)),
         "max_items": max(_ITEMS_AT_600, round(_ITEMS_AT_600 * total / 600)),
     }
-    if row == "fit before":
-        return RecallConfig(fit=FIT_BEFORE, **changes)
+    if row == "fit shaped":
+        return RecallConfig(fit=FIT_SHAPED, **changes)
     return RecallConfig.preset(row, **changes)
 
 

@@ -110,9 +110,10 @@ PRODUCT_PRESETS: dict[str, str] = {
     "product@fast": "product, RecallConfig.preset('fast')",
     "product@best": "product, RecallConfig.preset('best')",
     "product@then": "product, asked as of the day after the last session",
-    "product@fit-before": "product, the budget spent as before FitConfig (FIT_BEFORE)",
-    "product@fit-shaped": "product, wide questions: more and shorter items; no near duplicates (FIT_SHAPED)",
-    "product@fit-fill": "product, FIT_SHAPED, and what does not fit whole shown as its window in what's left",
+    "product@fit-before": "product, RecallConfig(fit=FIT_BEFORE)",
+    "product@fit-shaped": "product, RecallConfig(fit=FIT_SHAPED): wide questions get more and shorter items",
+    "product@fit-shaped-cut0": "product, FIT_SHAPED but every memory over its share cut (cut_saves=0)",
+    "product@fit-fill": "product, FIT_SHAPED (cut_saves=0), what does not fit whole shown in what's left",
 }
 
 
@@ -123,7 +124,8 @@ def _fit(name: str) -> Any:
     from langmem_plugin.services.recall import FIT_BEFORE, FIT_SHAPED
 
     fits = {"fit-before": FIT_BEFORE, "fit-shaped": FIT_SHAPED}
-    fits["fit-fill"] = dataclasses.replace(FIT_SHAPED, fill=32)
+    fits["fit-shaped-cut0"] = dataclasses.replace(FIT_SHAPED, cut_saves=0)
+    fits["fit-fill"] = dataclasses.replace(FIT_SHAPED, cut_saves=0, fill=32)
     return fits[name.removeprefix("product@")]
 
 

@@ -62,6 +62,9 @@ class FitConfig:
             which a question that counts needs.
         fill: the fewest tokens left in the budget for which a memory that does not fit whole is
             shown as its window in what is left (``0``: it is left out, as before).
+        cut_saves: a memory is cut to its window only when that saves more than this many tokens
+            of its text: a window adds an id and a ``cut`` field, so cutting a memory a little
+            longer than its share would cost more than showing it whole.
     """
 
     most_share: int = MOST_SHARE
@@ -69,6 +72,7 @@ class FitConfig:
     wide_items: float = 1
     near_duplicate: float | None = None
     fill: int = 0
+    cut_saves: int = 0
 
     def __post_init__(self) -> None:
         if self.most_share < 1 or self.wide_share < 1:
@@ -86,8 +90,11 @@ class FitConfig:
                 "FitConfig.near_duplicate must be a share in (0, 1] or None (off), "
                 f"got {self.near_duplicate!r}"
             )
-        if self.fill < 0:
-            raise ConfigurationError(f"FitConfig.fill must be a number of tokens >= 0, got {self.fill!r}")
+        if self.fill < 0 or self.cut_saves < 0:
+            raise ConfigurationError(
+                f"FitConfig.fill and cut_saves must be numbers of tokens >= 0, got {self.fill!r} and "
+                f"{self.cut_saves!r}"
+            )
 
     @property
     def reads_shape(self) -> bool:
@@ -95,12 +102,13 @@ class FitConfig:
         return self.wide_share != self.most_share or self.wide_items != 1
 
 
-#: How the fence spent the budget before :class:`FitConfig` (one share for every question, exact
-#: duplicates only): ``RecallConfig(fit=FIT_BEFORE)`` brings it back.
+#: How the fence spends the budget by default: one share for every question, exact duplicates
+#: only (``RecallConfig(fit=FIT_BEFORE)`` keeps it if the default changes).
 FIT_BEFORE = FitConfig(wide_share=MOST_SHARE, wide_items=1, near_duplicate=None, fill=0)
-#: A wide question's items at a tenth of the budget and half as many more of them; near duplicates
-#: take no slot.
-FIT_SHAPED = FitConfig(wide_share=10, wide_items=1.5, near_duplicate=0.8)
+#: A wide question's items at a tenth of the budget (a memory cut only when that saves more than 16
+#: tokens) and half as many more of them; near duplicates take no slot. Measured beside the default
+#: in ``docs/benchmarks.md`` ("Evidence against tokens"), where it did not win on both sets.
+FIT_SHAPED = FitConfig(wide_share=10, wide_items=1.5, near_duplicate=0.8, cut_saves=16)
 
 
 class Part(NamedTuple):
@@ -199,19 +207,20 @@ class MemoriesFitter:
         """The most items this question may inject, given ``RecallConfig.max_items``."""
         return max(int(max_items * self.config.wide_items), max_items) if self.shape.wide else max_items
 
-    def _shown(self, memory: StoredMemory, most: int | None = None) -> tuple[str, str | None]:
-        """The memory's content, or the sentences of it (at most ``most`` tokens, default
-        :attr:`most`) that hold the most words of the query, and what the cut field says of them.
+    def _shown(self, memory: StoredMemory, fill: int | None = None) -> tuple[str, str | None]:
+        """The memory's content, or the sentences of it (at most :attr:`most` tokens, or ``fill``:
+        the tokens left, for a memory shown in what is left) that hold the most words of the
+        query, and what the cut field says of them.
 
         The head of an exchange stored in passages is shown from its start: it stands for the
         first passage (:func:`part_of`), and a later part of it is another passage's to show.
         """
-        most = self.most if most is None else most
+        most = self.most if fill is None else fill
         content = memory.record.content
         if len(content) <= most:  # a token is at least one character
             return content, None
         total = count_tokens(content, model=self.model)  # cached for short texts: most are not cut
-        if total <= most:
+        if total <= most + (self.config.cut_saves if fill is None else 0):
             return content, None
         part = part_of(memory)
         head = part is not None and part.head
