@@ -1,0 +1,424 @@
+"""Team memory (issue 38 item 3): promotion into a compartment a team's agents and users read,
+recorded in history, refused for what is not the caller's, and forgotten with its original.
+
+Real ``Memory``, real tools in a ``ToolNode`` called by a scripted model, real stores
+(``tests/every_store.py``); the embedder is the fake one, failing on chosen calls for the bad day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from langmem_plugin import AgentRules, Memory, MemoryLayout, MemoryState
+from langmem_plugin.core.scope import Scope
+from langmem_plugin.errors import (
+    AgentAccessError,
+    CompartmentError,
+    ConfigurationError,
+    EmbeddingsError,
+    MemoryNotFoundError,
+    ScopeError,
+)
+from langmem_plugin.services import store_steps
+from langmem_plugin.services.intents import INTENTS
+from langmem_plugin.services.team import PROVENANCE, team_copy_key
+from langmem_plugin.services.upkeep import forgetting
+from langmem_plugin.surfaces.memory import ToolsConfig
+from langmem_plugin.surfaces.tools import create_memory_tools
+from langmem_plugin.testing import FailingEmbeddings, FakeEmbeddings, ScriptedChatModel, tool_call
+from tests.every_store import open_store
+from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
+
+TEAM = MemoryLayout(team=True)
+INDEX: Any = {"embed": FakeEmbeddings(), "dims": 256, "fields": ["content"]}
+STORES = ["in-memory", "qdrant", "checkpointer-sqlite", "postgres"]
+
+
+def _config(user: str, team: str | None = "acme", thread: str | None = None) -> RunnableConfig:
+    configurable = {"user_id": user, "thread_id": thread or f"{user}-t"}
+    if team is not None:
+        configurable["team_id"] = team
+    return {"configurable": configurable}
+
+
+ALICE, BOB, CAROL, DAVE = _config("alice"), _config("bob"), _config("carol", "globex"), _config("dave", None)
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
+    with open_store(request.param, request, tmp_path, INDEX) as opened:
+        yield opened
+
+
+def _memory(store: BaseStore, **kwargs: Any) -> Memory:
+    kwargs.setdefault("layout", TEAM)
+    return Memory(store, **kwargs)
+
+
+def _tools(memory: Memory, store: BaseStore) -> Any:
+    builder = StateGraph(MemoryState)
+    builder.add_node("tools", ToolNode(memory.tools))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    return builder.compile(store=store)
+
+
+def _call(graph: Any, config: RunnableConfig, name: str, **args: Any) -> str:
+    out = graph.invoke({"messages": [tool_call(name, **args)]}, config)
+    answer = out["messages"][-1]
+    assert isinstance(answer, ToolMessage)
+    return str(answer.content)
+
+
+def _save(graph: Any, config: RunnableConfig, content: str) -> str:
+    answer = _call(graph, config, "save_memory", content=content)
+    assert answer.startswith("Saved memory "), answer
+    return answer.split()[2]
+
+
+def _everything(store: BaseStore) -> dict[tuple[tuple[str, ...], str], Any]:
+    out: dict[tuple[tuple[str, ...], str], Any] = {}
+    for namespace in store.list_namespaces(limit=10_000):
+        for item in store.search(namespace, limit=10_000, refresh_ttl=False):
+            if tuple(item.namespace) == namespace:
+                out[(namespace, item.key)] = item.value
+    return out
+
+
+def _team(store: BaseStore, team: str = "acme") -> list[Any]:
+    return [i for i in store.search(("memories", "team", team), limit=100) if i.namespace[-1] == team]
+
+
+# -- the compartment --------------------------------------------------------------------------------
+
+
+def test_the_team_compartment_is_one_namespace_per_team_from_the_run_and_never_written_directly() -> None:
+    scope = Scope.from_config(ALICE)
+    assert TEAM.namespace("team", scope) == ("memories", "team", "acme")
+    with pytest.raises(ScopeError, match="team_id"):
+        TEAM.namespace("team", Scope.from_config(DAVE))
+    with pytest.raises(AgentAccessError, match="promot") as raised:
+        TEAM.namespace("team", scope, write=True)
+    assert raised.value.compartment == "team"
+    assert not TEAM.writable("team", scope)
+    with pytest.raises(CompartmentError, match=r"MemoryLayout\(team=True\)"):
+        MemoryLayout().namespace("team", scope)
+    with pytest.raises(ConfigurationError, match="'yes'"):
+        MemoryLayout(team="yes")  # type: ignore[arg-type]
+    # every agent of the run reads the same team memory, whatever its rules
+    worker = Scope.from_config(ALICE).as_subagent("worker")
+    isolated = MemoryLayout(team=True, agents=AgentRules(user="isolated", session="isolated"))
+    assert isolated.namespace("team", worker) == ("memories", "team", "acme")
+
+
+@pytest.mark.parametrize("team", [7, "", "a.b", "x\ny", b"acme"])
+def test_a_team_id_that_cannot_be_a_label_is_a_scope_error_before_anything_is_read(team: Any) -> None:
+    store = InMemoryStore()
+    memory = _memory(store)
+    with pytest.raises(ScopeError, match="team_id"):
+        memory.recall("anything", {"configurable": {"user_id": "alice", "team_id": team}})
+    with pytest.raises(ScopeError, match="team_id"):
+        memory.promote("abc", {"configurable": {"user_id": "alice", "team_id": team}})
+    assert _everything(store) == {}
+
+
+def test_the_lean_default_is_unchanged_without_a_team_and_gains_promote_with_one() -> None:
+    lean = ["save_memory", "search_memory", "get_memory", "update_memory", "delete_memory"]
+    assert [t.name for t in Memory(InMemoryStore()).tools] == lean
+    assert [t.name for t in _memory(InMemoryStore()).tools] == [*lean, "promote_memory"]
+    full = [t.name for t in _memory(InMemoryStore(), tools="full").tools]
+    assert full.count("promote_memory") == 1
+    assert "promote_memory" not in [t.name for t in Memory(InMemoryStore(), tools="full").tools]
+    assert [t.name for t in create_memory_tools(layout=TEAM, include="full")][-1] == "promote_memory"
+    renamed = _memory(InMemoryStore(), tools=ToolsConfig(names={"promote_memory": "share"}))
+    assert "share" in [t.name for t in renamed.tools]
+    for bad in (
+        lambda: create_memory_tools(include=["promote_memory"]),
+        lambda: Memory(tools=["promote_memory"]),
+    ):
+        with pytest.raises(ConfigurationError, match=r"MemoryLayout\(team=True\)"):
+            bad()
+
+
+def test_the_model_names_only_the_memory_never_the_team_or_the_agent() -> None:
+    (promote,) = [t for t in _memory(InMemoryStore()).tools if t.name == "promote_memory"]
+    assert set(promote.tool_call_schema.model_json_schema()["properties"]) == {"id"}
+
+
+# -- promotion, on every store ----------------------------------------------------------------------
+
+
+def test_a_promoted_memory_is_read_by_the_team_recorded_in_history_and_forgotten_with_its_original(
+    store: BaseStore,
+) -> None:
+    memory = _memory(store)
+    graph = _tools(memory, store)
+    original = _save(graph, ALICE, "The staging database lives on host kiwi")
+    answer = _call(graph, ALICE, "promote_memory", id=original)
+    copy = team_copy_key(("memories", "user", "alice"), original)
+    assert answer.startswith(f"Promoted memory {original} to team memory as {copy}"), answer
+    (item,) = _team(store)
+    assert item.key == copy
+    metadata = item.value["metadata"]
+    assert json.loads(metadata["promoted_from"]) == ["memories", "user", "alice"]
+    assert (metadata["promoted_from_key"], metadata["promoted_by_user"]) == (original, "alice")
+    assert set(PROVENANCE) <= set(metadata)
+
+    # promoting twice keeps one copy, and writes nothing
+    before = _everything(store)
+    assert "already" in _call(graph, ALICE, "promote_memory", id=original)
+    assert _everything(store) == before
+
+    # the team reads it; another team and a run without a team do not
+    question = "Which host runs the staging database?"
+    assert "host kiwi" in memory.recall(question, BOB).prompt
+    assert "host kiwi" not in memory.recall(question, CAROL).prompt
+    assert "host kiwi" not in memory.recall(question, DAVE).prompt
+    assert "host kiwi" not in _call(graph, BOB, "search_memory", query="staging host")  # not bob's own
+
+    # history: who promoted what, from where, to where
+    (promoted,) = [e for e in memory.history(original, ALICE) if e.action == "PROMOTE"]
+    assert promoted.source == "tool:promote_memory"
+    assert promoted.details is not None
+    assert promoted.details["from"] == ["memories", "user", "alice"]
+    assert promoted.details["to"] == ["memories", "team", "acme"]
+    assert (promoted.details["copy"], promoted.details["by_user"]) == (copy, "alice")
+    assert [e.action for e in memory.history(copy, ALICE)] == ["ADD"]
+
+    # forgetting the original forgets the copy in the same batch, and says so in history
+    assert _call(graph, ALICE, "delete_memory", id=original).startswith("Deleted memory")
+    assert _team(store) == []
+    assert "host kiwi" not in memory.recall(question, BOB).prompt
+    assert [e.action for e in memory.history(copy, ALICE)] == ["ADD", "DELETE"]
+    assert "kiwi" not in json.dumps([e.as_dict() for e in memory.history(copy, ALICE)])  # redacted
+
+
+def test_promoting_a_memory_changed_since_refreshes_its_one_copy(store: BaseStore) -> None:
+    memory = _memory(store)
+    graph = _tools(memory, store)
+    original = _save(graph, ALICE, "Deploys happen on Tuesdays")
+    memory.promote(original, ALICE)
+    _call(graph, ALICE, "update_memory", id=original, content="Deploys happen on Thursdays")
+    assert [i.value["content"] for i in _team(store)] == ["Deploys happen on Tuesdays"]
+    refreshed = memory.promote(original, ALICE)
+    assert refreshed.outcome == "refreshed"
+    assert [i.value["content"] for i in _team(store)] == ["Deploys happen on Thursdays"]
+
+
+def test_forget_about_and_forget_user_reach_every_copy_and_the_users_memory_in_every_agent(
+    store: BaseStore,
+) -> None:
+    layout = MemoryLayout(
+        team=True, agents=AgentRules(agents={"scout": {"user": "isolated", "session": "isolated"}})
+    )
+    memory = _memory(store, layout=layout)
+    graph, scout = _tools(memory, store), _tools(memory.agent("scout"), store)
+    alice_fact = _save(graph, ALICE, "The office wifi password is heron")
+    scout_fact = _save(scout, ALICE, "The vendor portal login is alice at acme")
+    session_note = _call(
+        scout, ALICE, "save_memory", content="Scout looked at the portal", compartment="session"
+    )
+    assert session_note.startswith("Saved memory"), session_note
+    bob_fact = _save(graph, BOB, "The office coffee machine is broken")
+    for config, graph_, fact in (
+        (ALICE, graph, alice_fact),
+        (ALICE, scout, scout_fact),
+        (BOB, graph, bob_fact),
+    ):
+        assert _call(graph_, config, "promote_memory", id=fact).startswith("Promoted"), fact
+    scout_copy = next(i for i in _team(store) if i.value["metadata"]["promoted_by_agent"] == "scout")
+    assert json.loads(scout_copy.value["metadata"]["promoted_from"]) == [
+        "memories",
+        "agent",
+        "scout",
+        "user",
+        "alice",
+    ]
+    assert len(_team(store)) == 3
+
+    # forget_about: the matching memory and its copy
+    forgotten = memory.forget_about("wifi password", ALICE)
+    assert alice_fact in forgotten.ids
+    assert sorted(i.value["content"] for i in _team(store)) == [
+        "The office coffee machine is broken",
+        "The vendor portal login is alice at acme",
+    ]
+
+    # forget_user: her copies, and what every agent kept of her; bob's copy stays
+    # (her thread is passed: only a turn records it in the thread index, and these were tool calls)
+    report = memory.forget_user("alice", threads=["alice-t"])
+    assert report.counts.get("team") == 1
+    assert [i.value["content"] for i in _team(store)] == ["The office coffee machine is broken"]
+    left = _everything(store)
+    assert not [k for k in left if "alice" in json.dumps(k) and k[0] != INTENTS]
+    assert not [k for k, v in left.items() if "heron" in json.dumps(v) or "portal" in json.dumps(v)]
+    assert any(k[0] == ("memories", "user", "bob") for k in left)
+
+
+# -- refused, with nothing written ------------------------------------------------------------------
+
+
+def test_what_is_not_the_callers_is_refused_with_an_error_the_model_can_act_on_and_nothing_written() -> None:
+    store = InMemoryStore(index=INDEX)
+    layout = MemoryLayout(team=True, agents=AgentRules(agents={"scout": {"user": "isolated"}}))
+    memory = _memory(store, layout=layout)
+    graph = _tools(memory, store)
+    bobs = _save(graph, BOB, "Bob's locker code is 4411")
+    alices = _save(graph, ALICE, "Alice sits by the window")
+    copy = memory.promote(alices, ALICE).copy.id
+    scouts = _save(_tools(memory.agent("scout"), store), ALICE, "Scout's private lead: the vendor is late")
+    auditor = _tools(memory.agent("auditor", user="read_only"), store)
+    before = _everything(store)
+    cases = [
+        (graph, ALICE, bobs, "no memory of yours"),  # another user's
+        (graph, ALICE, scouts, "no memory of yours"),  # another agent's private one
+        (graph, ALICE, copy, "team memory already"),  # the team's own
+        (graph, ALICE, "no-such-id", "no memory of yours"),
+        (auditor, ALICE, alices, "may only read"),  # read-only to the agent
+        (graph, DAVE, alices, "belongs to no team"),  # the run names no team
+    ]
+    for graph_, config, memory_id, said in cases:
+        answer = _call(graph_, config, "promote_memory", id=memory_id)
+        assert answer.startswith("Error:"), (memory_id, answer)
+        assert said in answer, (memory_id, answer)
+        assert "Nothing was written" in answer
+    with pytest.raises(MemoryNotFoundError):
+        memory.promote(bobs, ALICE)
+    with pytest.raises(AgentAccessError):
+        memory.promote(copy, BOB)
+    with pytest.raises(ScopeError, match="team_id"):
+        memory.promote(alices, DAVE)
+    for direct in ({"content": "x", "compartment": "team"},):
+        answer = _call(graph, ALICE, "save_memory", **direct)
+        assert answer.startswith("Error:"), answer
+    assert _everything(store) == before
+
+
+def test_an_exchange_is_not_promoted_and_a_sub_agents_promotion_names_it() -> None:
+    store = InMemoryStore(index=INDEX)
+    memory = _memory(store)
+    builder = StateGraph(MemoryState)
+    memory.add_to(builder, ScriptedChatModel(["Noted."]))
+    builder.compile(checkpointer=InMemorySaver(), store=store).invoke(
+        {"messages": [HumanMessage("We ship the beta on Friday.")]}, ALICE
+    )
+    memory.flush(timeout=20)
+    (episode,) = [i for i in store.search(("memories", "user", "alice")) if i.value["kind"] == "episode"]
+    answer = _call(_tools(memory, store), ALICE, "promote_memory", id=episode.key)
+    assert answer.startswith("Error:"), answer
+    assert "past exchange" in answer
+    assert _team(store) == []
+
+    writer = memory.agent("writer")
+    fact = _save(_tools(writer, store), ALICE, "The beta ships on Friday")
+    promoted = writer.promote(fact, ALICE)
+    assert promoted.copy.record.metadata["promoted_by_agent"] == "writer"
+    (entry,) = [e for e in writer.history(fact, ALICE) if e.action == "PROMOTE"]
+    assert (entry.agent, entry.details and entry.details["by_agent"]) == ("writer", "writer")
+
+
+def test_apromote_is_promote() -> None:
+    store = InMemoryStore(index=INDEX)
+    memory = _memory(store)
+    fact = _save(_tools(memory, store), ALICE, "Standup is at nine")
+    promoted = asyncio.run(memory.apromote(fact, ALICE))
+    assert promoted.outcome == "promoted"
+    assert asyncio.run(memory.apromote(fact, ALICE)).outcome == "already"
+    assert len(_team(store)) == 1
+
+
+def test_eight_promotions_of_one_memory_at_once_make_one_copy_and_one_promote_entry() -> None:
+    store = InMemoryStore(index=INDEX)
+    memory = _memory(store)
+    fact = _save(_tools(memory, store), ALICE, "The release train leaves at noon")
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(lambda _: memory.promote(fact, ALICE).outcome, range(8)))
+    assert sorted(outcomes) == ["already"] * 7 + ["promoted"]
+    assert len(_team(store)) == 1
+    assert [e.action for e in memory.history(fact, ALICE)].count("PROMOTE") == 1
+
+
+# -- a bad day --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["in-memory", "qdrant", "checkpointer-sqlite"])
+def test_a_promotion_whose_embedding_fails_leaves_nothing_and_a_retry_makes_the_one_copy(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    embedder = FailingEmbeddings(FakeEmbeddings())
+    index = {**INDEX, "embed": embedder}
+    with open_store(kind, request, tmp_path, index) as store:
+        memory = _memory(store)
+        fact = _save(_tools(memory, store), ALICE, "The on-call phone is in the blue drawer")
+        before = _everything(store)
+        embedder.fail_from = embedder.calls + 1  # every embedding from now on fails
+        with pytest.raises((TimeoutError, EmbeddingsError), match="injected"):  # as the store says it
+            memory.promote(fact, ALICE)
+        assert _everything(store) == before  # no copy, no history entry
+        embedder.fail_from = None
+        assert memory.promote(fact, ALICE).outcome == "promoted"
+        assert len(_team(store)) == 1
+        assert [e.action for e in memory.history(fact, ALICE)].count("PROMOTE") == 1
+
+
+class _Failing:
+    """The services' store driver, raising on the ``n``-th batch that writes (before the store sees it)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.writes = n, 0
+
+    def __call__(self, store: BaseStore, request: Any) -> Any:
+        if isinstance(request, list) and any(isinstance(op, PutOp) for op in request):
+            self.writes += 1
+            if self.writes == self.n:
+                raise OSError(f"write batch {self.n} failed (injected)")
+        return RUN_BATCH(store, request)
+
+
+RUN_BATCH = store_steps.run_batch
+
+
+@pytest.mark.parametrize("kind", ["in-memory", "checkpointer-sqlite"])
+def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_copies_and_agents_memory_included(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(forgetting, "_PAGE", 2)  # several batches for a handful of items
+    layout = MemoryLayout(team=True, agents=AgentRules(user="isolated"))
+    n = 1
+    while True:
+        with open_store(kind, request, tmp_path, INDEX, name=f"s{n}") as store:
+            memory = _memory(store, layout=layout)
+            graph, scout = _tools(memory, store), _tools(memory.agent("scout"), store)
+            for text in ("Alice's badge is 17", "Alice parks in row C", "Alice likes oolong"):
+                memory.promote(_save(graph, ALICE, text), ALICE)
+            memory.agent("scout").promote(_save(scout, ALICE, "Alice's desk is 3F"), ALICE)
+            memory.promote(_save(graph, BOB, "Bob parks in row D"), BOB)
+            failing = _Failing(n)
+            monkeypatch.setattr(store_steps, "run_batch", failing)
+            try:
+                memory.forget_user("alice")
+            except OSError:
+                monkeypatch.setattr(store_steps, "run_batch", RUN_BATCH)
+                memory.forget_user("alice")  # the retry finishes it
+            else:
+                monkeypatch.setattr(store_steps, "run_batch", RUN_BATCH)
+                assert failing.writes >= 3
+                return
+            left = _everything(store)
+            assert not [k for k, v in left.items() if "alice" in json.dumps([k, v]).lower()], n
+            assert [i.value["content"] for i in _team(store)] == ["Bob parks in row D"]
+        n += 1
