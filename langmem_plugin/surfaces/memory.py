@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,9 +44,12 @@ from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import HybridRetriever, Recall, RecallConfig
 from langmem_plugin.services.remember import (
     History,
+    ImportProgress,
     ImportReport,
     RememberConfig,
+    aimport_histories,
     aimport_history,
+    import_histories,
     import_history,
 )
 from langmem_plugin.services.turn import MemoryTurn, with_renamed
@@ -538,6 +541,65 @@ class Memory(SnapshotMethods, TeamMethods, DocumentMethods, InspectingMethods):
             per=per,
             batch_size=batch_size,
             progress=progress,
+        )
+
+    def import_histories(
+        self,
+        conversations: Iterable[tuple[str, History]],
+        config: RunnableConfig | None = None,
+        *,
+        per: Literal["exchange", "message"] = "exchange",
+        batch_size: int = 64,
+        progress: bool | None = None,
+        on_progress: Callable[[ImportProgress], None] | None = None,
+    ) -> ImportReport:
+        """Import many conversations, ``(thread_id, history)`` each, streamed: one report.
+
+        Each conversation is read, checked and written as :meth:`import_history` does, into its
+        own thread of ``config``'s user, then let go: memory stays bounded by one conversation
+        (a generator over files is never held whole). Run again after a crash or a kill and
+        only what is missing is written. ``on_progress`` gets an ``ImportProgress`` after each
+        batch. See :func:`~langmem_plugin.services.remember.history_import.import_histories`.
+
+        >>> memory = Memory()
+        >>> chats = [(f"chat-{n}", [("user", f"I have {n} cats"), ("assistant", "Noted!")]) for n in range(3)]
+        >>> report = memory.import_histories(chats, {"configurable": {"user_id": "u1"}})
+        >>> report.conversations, report.written
+        (3, 3)
+        """
+        return import_histories(
+            self._source.now(),
+            conversations,
+            self._scope_of(config),
+            layout=self.layout,
+            config=self.remember_config,
+            per=per,
+            batch_size=batch_size,
+            progress=progress,
+            on_progress=on_progress,
+        )
+
+    async def aimport_histories(
+        self,
+        conversations: Iterable[tuple[str, History]],
+        config: RunnableConfig | None = None,
+        *,
+        per: Literal["exchange", "message"] = "exchange",
+        batch_size: int = 64,
+        progress: bool | None = None,
+        on_progress: Callable[[ImportProgress], None] | None = None,
+    ) -> ImportReport:
+        """Async :meth:`import_histories`."""
+        return await aimport_histories(
+            self._source.now(),
+            conversations,
+            self._scope_of(config),
+            layout=self.layout,
+            config=self.remember_config,
+            per=per,
+            batch_size=batch_size,
+            progress=progress,
+            on_progress=on_progress,
         )
 
     def flush(self, timeout: float | None = None) -> None:

@@ -30,10 +30,11 @@ so a replay makes the same keys.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
@@ -42,7 +43,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
-from langmem_plugin.errors import ConfigurationError, ScopeError
+from langmem_plugin.errors import ConfigurationError, ScopeError, shown
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.remember.episodes import (
     Episode,
@@ -58,9 +59,13 @@ from langmem_plugin.services.upkeep import index_thread_ops
 
 __all__ = [
     "History",
+    "ImportProgress",
     "ImportReport",
+    "OnProgress",
+    "aimport_histories",
     "aimport_history",
     "history_episodes",
+    "import_histories",
     "import_history",
     "parse_time",
 ]
@@ -76,6 +81,8 @@ class ImportReport:
 
     Attributes:
         turns: the episodes found in the history (exchanges, or messages with ``per="message"``).
+        conversations: the conversations imported whole (:func:`import_histories`; 1 for
+            :func:`import_history`).
         written: the episodes written (per compartment once: ``turns`` times the compartments
             when all are new).
         skipped: the episodes already stored as they are (a replay).
@@ -89,6 +96,7 @@ class ImportReport:
     """
 
     turns: int = 0
+    conversations: int = 0
     written: int = 0
     skipped: int = 0
     passages: int = 0
@@ -108,6 +116,44 @@ class ImportReport:
             f"{self.passages} passages, {self.failed} failed, {self.evicted} evicted) "
             f"in {self.seconds:.2f} s: {self.turns_per_second:.1f} turns/s"
         )
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """How far an import has come, given to ``on_progress`` after each batch of episodes.
+
+    Attributes:
+        thread_id: the conversation being imported.
+        conversations: the conversations imported whole so far.
+        turns: the episodes done so far (written, found stored, or failed), in all conversations.
+        written: the episodes written so far; skipped: found stored as they are (a resumed import).
+        failed: the episodes whose batch failed every retry.
+        seconds: since the import began.
+    """
+
+    thread_id: str
+    conversations: int
+    turns: int
+    written: int
+    skipped: int
+    failed: int
+    seconds: float
+
+    @property
+    def turns_per_second(self) -> float:
+        """Episodes done per second so far."""
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.conversations} conversations, {self.turns} turns ({self.written} written, "
+            f"{self.skipped} already stored, {self.failed} failed) in {self.seconds:.1f} s: "
+            f"{self.turns_per_second:.1f} turns/s; now {self.thread_id!r}"
+        )
+
+
+#: What ``on_progress`` is: called after each batch, in the importing thread.
+OnProgress: TypeAlias = Callable[[ImportProgress], None]
 
 
 def history_episodes(history: History, *, per: Per = "exchange") -> list[Episode]:
@@ -158,6 +204,7 @@ class _Batch:
     rooms: tuple[tuple[str, ...], ...]
     size: int
     done: list[EpisodesWritten]
+    last: bool = False  # the last batch of its conversation
 
 
 def _batches(
@@ -197,12 +244,13 @@ def _writer(config: RememberConfig) -> EpisodeWriter:
     return EpisodeWriter(background=False, retries=config.retries, retry_delay=config.retry_delay)
 
 
-def _bar(total: int, progress: bool | None) -> Any:
-    if not (progress if progress is not None else total >= _PROGRESS_MIN_TURNS):
+def _bar(total: int | None, progress: bool | None, *, many: bool = False) -> Any:
+    shown = progress if progress is not None else (total or 0) >= _PROGRESS_MIN_TURNS
+    if not shown:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="importing history", unit="turn")
+    return tqdm(total=total, desc="importing histories" if many else "importing history", unit="turn")
 
 
 def _count(report: ImportReport, batch: _Batch, bar: Any) -> None:
@@ -218,13 +266,21 @@ def _count(report: ImportReport, batch: _Batch, bar: Any) -> None:
         bar.update(batch.size)
 
 
-def _check(scope: Scope, per: Any, batch_size: Any, progress: Any) -> None:
+def _check(per: Any, batch_size: Any, progress: Any, on_progress: Any) -> None:
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ConfigurationError(f"batch_size must be an int of at least 1, got {batch_size!r}")
     if per not in ("exchange", "message"):
         raise ConfigurationError(f"per must be 'exchange' or 'message', got {per!r}")
     if progress is not None and not isinstance(progress, bool):
         raise ConfigurationError(f"progress must be True, False or None, got {progress!r}")
+    if on_progress is not None and not callable(on_progress):
+        raise ConfigurationError(
+            f"on_progress must be a function of an ImportProgress, got {on_progress!r}. "
+            "Fix: on_progress=print, or leave it out."
+        )
+
+
+def _check_thread(scope: Scope) -> None:
     if not scope.thread_id:
         raise ScopeError(
             "thread_id",
@@ -233,31 +289,77 @@ def _check(scope: Scope, per: Any, batch_size: Any, progress: Any) -> None:
         )
 
 
+def _conversations(conversations: Iterable[Any], scope: Scope) -> Iterator[tuple[Scope, Any]]:
+    """Each ``(thread_id, history)`` of ``conversations`` with its scope, read one at a time."""
+    if isinstance(conversations, str | bytes | Mapping) or not isinstance(conversations, Iterable):
+        raise ConfigurationError(
+            f"conversations must be an iterable of (thread_id, history) pairs, got "
+            f"{type(conversations).__name__}. Fix: pass a list or a generator of such pairs."
+        )
+    for n, item in enumerate(conversations, start=1):
+        if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
+            raise ConfigurationError(
+                f"conversation {n} must be a (thread_id, history) pair with a str thread_id, got "
+                f"{type(item).__name__} {shown(item)}. Fix: yield (thread_id, history) for each "
+                "conversation; the ones before it were imported (run again to go on)."
+            )
+        yield dataclasses.replace(scope, thread_id=item[0]), item[1]
+
+
 class _Run:
-    """One import, whatever the I/O: the batches to write, the writer, the report and its bar."""
+    """One import of one or many conversations, whatever the I/O: each conversation's batches,
+    the writer, the report, the bar and the progress callback."""
 
     def __init__(
         self,
-        history: History,
-        scope: Scope,
         layout: MemoryLayout | None,
         config: RememberConfig | None,
         per: Per,
         batch_size: int,
         progress: bool | None,
+        on_progress: OnProgress | None,
+        *,
+        many: bool,
     ) -> None:
-        layout, config = layout or MemoryLayout(), config or RememberConfig()
-        _check(scope, per, batch_size, progress)
+        _check(per, batch_size, progress, on_progress)
+        self.layout, self.config = layout or MemoryLayout(), config or RememberConfig()
+        self.per, self.batch_size, self.progress, self.many = per, batch_size, progress, many
+        self.on_progress = on_progress
         self.started = time.perf_counter()
-        episodes, messages = _read(history, per)
+        self.report = ImportReport()
+        self.bar: Any = None
+        self.writer = _writer(self.config)
+        self.thread, self.turns_done = "", 0
+
+    def batches(self, history: History, scope: Scope) -> Iterator[_Batch]:
+        """The batches of one conversation: read and checked whole first, then cut."""
+        _check_thread(scope)
+        episodes, messages = _read(history, self.per)
         if messages and not episodes:
-            _warn_nothing_found(messages, per)
-        self.report = ImportReport(turns=len(episodes))
-        self.writer, self.bar = _writer(config), _bar(len(episodes), progress)
-        self.batches = _batches(scope, layout, episodes, config, batch_size)
+            _warn_nothing_found(messages, self.per)
+        self.report.turns += len(episodes)
+        self.thread = scope.thread_id or ""
+        if self.bar is None:
+            self.bar = _bar(None if self.many else len(episodes), self.progress, many=self.many)
+        batches = list(_batches(scope, self.layout, episodes, self.config, self.batch_size))
+        if not batches:
+            self.report.conversations += 1
+        for n, batch in enumerate(batches, start=1):
+            batch.last = n == len(batches)
+            yield batch
 
     def done(self, batch: _Batch) -> None:
         _count(self.report, batch, self.bar)
+        self.turns_done += batch.size
+        self.report.conversations += batch.last
+        if self.on_progress is not None:
+            r = self.report
+            seconds = time.perf_counter() - self.started
+            self.on_progress(
+                ImportProgress(
+                    self.thread, r.conversations, self.turns_done, r.written, r.skipped, r.failed, seconds
+                )
+            )
 
     def __enter__(self) -> _Run:
         return self
@@ -279,6 +381,7 @@ def import_history(
     per: Per = "exchange",
     batch_size: int = 64,
     progress: bool | None = None,
+    on_progress: OnProgress | None = None,
 ) -> ImportReport:
     """Write ``history`` into ``scope``'s thread as remember would have, in batches; a report.
 
@@ -292,16 +395,17 @@ def import_history(
             (one episode per message: a conversation between people).
         batch_size: episodes per store round (the store embeds their texts together).
         progress: show a progress bar (default: for 200 turns or more).
+        on_progress: called with an :class:`ImportProgress` after each batch.
 
     Raises:
         ScopeError: ``scope`` has no thread id.
         ConfigurationError: ``history`` is not a history (:mod:`.history_input`: the place, the value
             and the fix; :class:`~langmem_plugin.errors.InvalidTimeError` for a session's date), or
-            ``per``, ``batch_size`` or ``progress`` is not one of its values; raised before
-            anything is written.
+            ``per``, ``batch_size``, ``progress`` or ``on_progress`` is not one of its values;
+            raised before anything is written.
     """
-    with _Run(history, scope, layout, config, per, batch_size, progress) as run:
-        for batch in run.batches:
+    with _Run(layout, config, per, batch_size, progress, on_progress, many=False) as run:
+        for batch in run.batches(history, scope):
             run.writer.submit(store, batch.make, batch.what, rooms=batch.rooms)
             run.done(batch)
     return run.report
@@ -317,10 +421,76 @@ async def aimport_history(
     per: Per = "exchange",
     batch_size: int = 64,
     progress: bool | None = None,
+    on_progress: OnProgress | None = None,
 ) -> ImportReport:
     """Async :func:`import_history` (the store's async API)."""
-    with _Run(history, scope, layout, config, per, batch_size, progress) as run:
-        for batch in run.batches:
+    with _Run(layout, config, per, batch_size, progress, on_progress, many=False) as run:
+        for batch in run.batches(history, scope):
             await run.writer.asubmit(store, batch.make, batch.what, rooms=batch.rooms)
             run.done(batch)
+    return run.report
+
+
+def import_histories(
+    store: BaseStore,
+    conversations: Iterable[tuple[str, History]],
+    scope: Scope,
+    *,
+    layout: MemoryLayout | None = None,
+    config: RememberConfig | None = None,
+    per: Per = "exchange",
+    batch_size: int = 64,
+    progress: bool | None = None,
+    on_progress: OnProgress | None = None,
+) -> ImportReport:
+    """Import many conversations, each ``(thread_id, history)``, one at a time; one report.
+
+    ``conversations`` is read lazily (a generator over files is never held whole): each
+    conversation is read and checked whole, written in batches as :func:`import_history` writes
+    it, then let go, so memory stays bounded by one conversation however many come. Each goes
+    into its own thread (``thread_id``) of ``scope``'s user.
+
+    **Resumable.** Episode keys come from the thread and the messages, and an episode stored
+    whole is skipped (one read per episode), so after a crash or a kill the same call again
+    writes only what is missing: no duplicates, and the finished conversations cost their reads.
+
+    Args:
+        conversations: ``(thread_id, history)`` pairs; a history as :func:`import_history` takes it.
+        scope: whose memory (its ``thread_id``, if any, is replaced by each conversation's).
+        progress: show a progress bar of turns (default: no).
+        on_progress: called with an :class:`ImportProgress` after each batch (e.g. ``print``).
+        layout, config, per, batch_size: as :func:`import_history`.
+
+    Raises:
+        ConfigurationError: an item is not a ``(thread_id, history)`` pair, or a history is not
+            one (the conversations before it are written: run again to go on), or an argument
+            is not one of its values (raised before anything is written).
+        ScopeError: a thread id that is not an id.
+    """
+    with _Run(layout, config, per, batch_size, progress, on_progress, many=True) as run:
+        for conversation_scope, history in _conversations(conversations, scope):
+            for batch in run.batches(history, conversation_scope):
+                run.writer.submit(store, batch.make, batch.what, rooms=batch.rooms)
+                run.done(batch)
+    return run.report
+
+
+async def aimport_histories(
+    store: BaseStore,
+    conversations: Iterable[tuple[str, History]],
+    scope: Scope,
+    *,
+    layout: MemoryLayout | None = None,
+    config: RememberConfig | None = None,
+    per: Per = "exchange",
+    batch_size: int = 64,
+    progress: bool | None = None,
+    on_progress: OnProgress | None = None,
+) -> ImportReport:
+    """Async :func:`import_histories` (the store's async API)."""
+    with _Run(layout, config, per, batch_size, progress, on_progress, many=True) as run:
+        for conversation_scope, history in _conversations(conversations, scope):
+            for batch in run.batches(history, conversation_scope):
+                await run.writer.asubmit(store, batch.make, batch.what, rooms=batch.rooms)
+                run.done(batch)
     return run.report
