@@ -105,11 +105,14 @@ PRODUCT_EXPERIMENTS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
 
 #: The presets of :meth:`~langmem_plugin.RecallConfig.preset` but the default, ``product@NAME`` rows,
 #: and ``product@then``: the default, each question asked ``as_of`` the day after the conversation's
-#: last session (recency and "in July" measured from then, not from today).
+#: last session (recency and "in July" measured from then, not from today); ``product@learned`` and
+#: ``product@fusion``: the default with either ranker (:attr:`~langmem_plugin.RecallConfig.ranker`).
 PRODUCT_PRESETS: dict[str, str] = {
     "product@fast": "product, RecallConfig.preset('fast')",
     "product@best": "product, RecallConfig.preset('best')",
     "product@then": "product, asked as of the day after the last session",
+    "product@learned": "product, RecallConfig(ranker='learned')",
+    "product@fusion": "product, RecallConfig(ranker='fusion')",
     "product@fit-before": "product, RecallConfig(fit=FIT_BEFORE)",
     "product@fit-shaped": "product, RecallConfig(fit=FIT_SHAPED): wide questions get more and shorter items",
     "product@fit-shaped-cut0": "product, FIT_SHAPED but every memory over its share cut (cut_saves=0)",
@@ -375,6 +378,8 @@ def _preset(name: str) -> RecallConfig | None:
     """The recall config of a ``product@`` preset row (``None``: the default)."""
     from langmem_plugin import RecallConfig
 
+    if name in ("product@learned", "product@fusion"):
+        return RecallConfig(ranker=name.removeprefix("product@"))
     if name.startswith("product@fit-"):
         return RecallConfig(fit=_fit(name))
     return RecallConfig.preset(name.removeprefix("product@")) if name in _PRESET_ROWS else None

@@ -11,6 +11,8 @@
 - :mod:`.passages`: long exchanges cut into passages and joined back.
 - :mod:`.fit` and :mod:`.shape`: each section filled within its token budget
   (:class:`FitConfig`), a question that aggregates or hops given more and shorter items.
+- :mod:`.pool`: the candidate search of a recall; :mod:`.features` and :mod:`.learned`: the
+  learned ranker (``RecallConfig(ranker="learned")``) and what it reads of each candidate.
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """
@@ -18,9 +20,12 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 from __future__ import annotations
 
 from langmem_plugin.services.recall.answer import Considered, Recall, RecalledItem, TokenBudgets
+from langmem_plugin.services.recall.features import FEATURES
 from langmem_plugin.services.recall.fit import FIT_BEFORE, FIT_SHAPED, FitConfig
 from langmem_plugin.services.recall.fusion import field_text
+from langmem_plugin.services.recall.learned import LearnedRanker, tree_outputs
 from langmem_plugin.services.recall.passages import Passage, join_passages, split_passages
+from langmem_plugin.services.recall.pool import pool_steps
 from langmem_plugin.services.recall.rank import (
     FENCE_CLOSE,
     FENCE_OPEN,
@@ -35,6 +40,7 @@ from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalC
 from langmem_plugin.services.recall.shape import QuestionShape, question_shape
 
 __all__ = [
+    "FEATURES",
     "FENCE_CLOSE",
     "FENCE_OPEN",
     "FIT_BEFORE",
@@ -43,6 +49,7 @@ __all__ = [
     "Considered",
     "FitConfig",
     "HybridRetriever",
+    "LearnedRanker",
     "Passage",
     "QuestionShape",
     "Recall",
@@ -52,10 +59,12 @@ __all__ = [
     "TokenBudgets",
     "field_text",
     "join_passages",
+    "pool_steps",
     "query_from_state",
     "question_shape",
     "recall_steps",
     "run_section",
     "search_candidates",
     "split_passages",
+    "tree_outputs",
 ]

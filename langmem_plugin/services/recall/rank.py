@@ -33,7 +33,6 @@ priority and recency.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
@@ -50,7 +49,7 @@ from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.times import TimeLike, read_time
 from langmem_plugin.core.tokens import count_tokens
-from langmem_plugin.errors import ConfigurationError, InvalidRecordError, ScopeError
+from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
 from langmem_plugin.services.plan import plan_prompt_lines
@@ -62,8 +61,16 @@ from langmem_plugin.services.recall.fit import (
     knowledge_line,
     part_of,
 )
-from langmem_plugin.services.recall.retrieval import RetrievalConfig, RetrievedItem, fused_search_steps
-from langmem_plugin.services.recall.sources import SOURCE_LIFT, current_at, inherited_score, source_scores
+from langmem_plugin.services.recall.learned import LearnedRanker, default_ranker
+from langmem_plugin.services.recall.pool import (
+    _considered,
+    _searchable,
+    _written_by,
+    pool_limit,
+    search_candidates,
+)
+from langmem_plugin.services.recall.retrieval import RetrievalConfig, RetrievedItem
+from langmem_plugin.services.recall.sources import current_at, inherited_score, source_scores
 from langmem_plugin.services.store_steps import StoreSteps
 
 __all__ = [
@@ -84,6 +91,8 @@ _SPACE = re.compile(r"\s+")
 
 #: The names :meth:`RecallConfig.preset` takes.
 RECALL_PRESETS: tuple[str, ...] = ("fast", "default", "best")
+#: The names :attr:`RecallConfig.ranker` takes (or a :class:`~.learned.LearnedRanker`).
+RANKERS: tuple[str, ...] = ("fusion", "learned")
 _PRESET_RETRIEVAL: dict[str, dict[str, Any]] = {
     "fast": {"candidates": 30, "time_weight": 0.0},
     "default": {},
@@ -122,6 +131,12 @@ class RecallConfig:
             :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` with this config
             (default: the store's dense and BM25 candidates fused by score, with
             the neighbour and session lifts), or ``None`` for the store's own ``search``.
+        ranker: what orders the candidates before they are fitted: ``"fusion"`` (the fused
+            score of ``retrieval``, its weights set by hand) or ``"learned"`` (the model shipped in
+            the package over the candidates' signals, reading twice the candidates;
+            :mod:`~langmem_plugin.services.recall.learned`), or a
+            :class:`~langmem_plugin.services.recall.learned.LearnedRanker` of your own. A learned
+            ranker needs ``retrieval``.
         fit: how the memories section spends its budget (:class:`~.fit.FitConfig`: a wide
             question's share and items, near duplicates).
     """
@@ -140,6 +155,7 @@ class RecallConfig:
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
     retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
+    ranker: str | LearnedRanker = "fusion"
     fit: FitConfig = field(default_factory=FitConfig)
 
     def __post_init__(self) -> None:
@@ -158,6 +174,23 @@ class RecallConfig:
             raise ConfigurationError(
                 f"RecallConfig.retrieval must be a RetrievalConfig or None, got {self.retrieval!r}"
             )
+        if not isinstance(self.ranker, LearnedRanker) and self.ranker not in RANKERS:
+            raise ConfigurationError(
+                f"RecallConfig.ranker must be one of {', '.join(map(repr, RANKERS))} or a LearnedRanker, "
+                f"got {self.ranker!r}"
+            )
+        if self.ranker != "fusion" and self.retrieval is None:
+            raise ConfigurationError(
+                f"RecallConfig(ranker={self.ranker!r}) reads the fused search's signals, and "
+                "retrieval=None has none. Fix: keep the default retrieval, or use ranker='fusion'"
+            )
+
+    @property
+    def learned_ranker(self) -> LearnedRanker | None:
+        """The model :attr:`ranker` names (``None``: the fusion orders the candidates)."""
+        if isinstance(self.ranker, LearnedRanker):
+            return self.ranker
+        return default_ranker() if self.ranker == "learned" else None
 
     @property
     def threshold(self) -> float | None:
@@ -225,130 +258,6 @@ def query_from_state(messages: Sequence[AnyMessage | BaseMessage], plan: Any = N
     if goal and goal not in query:
         query = f"{query}\n{goal}".strip()
     return query
-
-
-def search_candidates(
-    searches: Sequence[tuple[Compartment, tuple[str, ...]]],
-    query: str,
-    *,
-    limit: int,
-    retrieval: RetrievalConfig | None = None,
-    min_similarity: float | None = None,
-    signals: dict[tuple[tuple[str, ...], str], RetrievedItem] | None = None,
-    dropped: list[Considered] | None = None,
-    as_of: datetime | None = None,
-    now: datetime | None = None,
-) -> StoreSteps[list[StoredMemory]]:
-    """The candidate search of recall: one search per namespace, all in one request to the store.
-
-    This is the one place recall asks a store for candidates. With ``retrieval``,
-    :func:`~langmem_plugin.services.recall.retrieval.fused_search_steps` over the namespaces:
-    one candidate request, the lists fused per namespace; scores are the fused
-    scores, and a candidate that shares no word with the query (no BM25 score) needs
-    a dense similarity of at least ``min_similarity``, so an unrelated memory is not
-    injected just for being the best of a poor lot — unless an exchange it came from passed: it
-    then takes that exchange's score (:mod:`.sources`) — (``dropped`` collects those when given, and
-    ``signals`` each hit's scores by namespace and key). Without ``retrieval``, one store
-    search per namespace, in one batch; scores are the store's own (higher is
-    better), or ``None`` when the store has no index. With ``as_of``, what was written after it
-    is left out, as if it were not stored. A time the query names ("last week") is read from
-    ``now``, else ``as_of``, else now.
-    """
-    found: list[StoredMemory] = []
-    if retrieval is None:
-        pages = yield [SearchOp(ns, query=query, limit=limit) for _, ns in searches]
-        for (comp, ns), page in zip(searches, pages, strict=True):
-            found.extend(
-                m
-                for item in page
-                if tuple(item.namespace) == ns
-                and (m := to_stored(item, comp))
-                and _written_by(m.record, as_of)
-            )
-        return found
-    prefixes = [ns for _, ns in searches]
-    pages_hits = yield from fused_search_steps(retrieval, prefixes, query, limit=limit, now=now or as_of)
-    below: list[tuple[Compartment, tuple[str, ...], MemoryRecord, RetrievedItem]] = []
-    for (comp, ns), hits in zip(searches, pages_hits, strict=True):
-        for hit in hits:
-            if hit.namespace != ns:
-                continue
-            try:
-                record = MemoryRecord.from_value(hit.value)
-            except InvalidRecordError:
-                continue
-            if not _written_by(record, as_of):
-                continue
-            unscored = hit.dense_score is None and hit.lexical_score is None  # a store with no index
-            if (
-                min_similarity is not None
-                and not unscored
-                and hit.lexical_score is None
-                and (hit.dense_score is None or hit.dense_score < min_similarity)
-            ):
-                below.append((comp, ns, record, hit))
-                continue
-            if signals is not None:
-                signals[(ns, hit.key)] = hit
-            found.append(StoredMemory(hit.key, comp, ns, record, None if unscored else hit.score))
-    sourced = source_scores(found, as_of)  # a memory is kept when an exchange it came from passed
-    for comp, ns, record, hit in below:
-        inherited = inherited_score(record, sourced)
-        if inherited is None:
-            if dropped is not None:
-                dropped.append(_considered(hit.key, comp, record, "below threshold", hit))
-            continue
-        score = max(hit.score, inherited)
-        hit = dataclasses.replace(hit, score=score, lifts=(*hit.lifts, (SOURCE_LIFT, score - hit.score)))
-        if signals is not None:
-            signals[(ns, hit.key)] = hit
-        found.append(StoredMemory(hit.key, comp, ns, record, score))
-    return found
-
-
-def _considered(
-    key: str,
-    compartment: Compartment,
-    record: MemoryRecord,
-    outcome: str,
-    hit: RetrievedItem | None,
-    relevance: float | None = None,
-    **more: Any,
-) -> Considered:
-    if hit is not None:
-        relevance = hit.score
-    return Considered(
-        key,
-        compartment.value,
-        record.content,
-        outcome,
-        None if relevance is None else round(relevance, 4),
-        None if hit is None or hit.dense_score is None else round(hit.dense_score, 4),
-        None if hit is None or hit.lexical_score is None else round(hit.lexical_score, 4),
-        () if hit is None else tuple((name, round(value, 4)) for name, value in hit.lifts),
-        **more,
-    )
-
-
-def _searchable(
-    layout: MemoryLayout, scope: Scope, compartments: Sequence[Compartment]
-) -> list[tuple[Compartment, tuple[str, ...]]]:
-    """The compartments the scope can name, with their namespaces; a ScopeError if none."""
-    found: list[tuple[Compartment, tuple[str, ...]]] = []
-    first: ScopeError | None = None
-    for compartment in compartments:
-        try:
-            found.append((compartment, layout.namespace(compartment, scope)))
-        except ScopeError as exc:
-            first = first or exc
-    if not found and first is not None:
-        raise first
-    return found
-
-
-def _written_by(record: MemoryRecord, as_of: datetime | None) -> bool:
-    """Whether ``record`` existed at ``as_of`` (always, without one)."""
-    return as_of is None or record.created_at <= as_of
 
 
 def _recency(record: MemoryRecord, now: datetime, half_life_days: float) -> float:
@@ -525,17 +434,23 @@ def recall_steps(
     candidates: list[StoredMemory] = []
     signals: dict[tuple[tuple[str, ...], str], RetrievedItem] = {}
     unranked: list[Considered] = []
+    learned = config.learned_ranker
     if query and searches:
+        pool = config.candidates
+        if learned is not None and config.retrieval is not None:
+            pool = pool_limit(config.retrieval)
         candidates = yield from search_candidates(
             searches,
             query,
-            limit=config.candidates,
+            limit=pool,
             retrieval=config.retrieval,
             min_similarity=config.min_relevance,
             signals=signals,
             dropped=unranked,
             as_of=when,
             now=now,
+            ranker=learned,
+            keep=config.candidates,
         )
     dropped: list[tuple[StoredMemory, str]] = []
     if shown:
