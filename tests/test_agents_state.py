@@ -9,21 +9,23 @@ middleware at the top; a real checkpointer; scripted models that emit real tool 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import AgentRules, Memory, MemoryState
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import AgentAccessError
-from langmem_plugin.services.context import run_notes_reducer, visible_notes
+from langmem_plugin.services.context import RunNoteEntry, run_notes_reducer, visible_notes
 from langmem_plugin.services.layout import MemoryLayout
 from langmem_plugin.services.plan import PlanConfig, check_plan_access, new_plan, visible_plan
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel, tool_call
@@ -202,6 +204,64 @@ def test_a_create_agent_sub_agent_as_a_node_keeps_its_notes_and_the_roots_apart(
     assert out["run_memory"] == ["deadline is Friday"]
     assert out["plan"]["id"] == "root1"
     assert "agent" not in out["plan"]
+
+
+class _Parent(MessagesState):
+    run_memory: Annotated[list[RunNoteEntry], run_notes_reducer]
+
+
+def test_parallel_sub_agents_keep_their_notes_apart_and_leave_the_roots() -> None:
+    store = InMemoryStore()
+    memory = _memory(store)
+    models = {
+        name: ScriptedChatModel([tool_call("add_run_note", note=f"{name} found {name[0]}"), f"{name}: done"])
+        for name in ("researcher", "writer")
+    }
+    builder = StateGraph(_Parent)  # MemoryState's memory_prompt takes one write per step
+    builder.add_node("seed", lambda state: {"run_memory": ["deadline is Friday"]})
+    for name, model in models.items():
+        inner = StateGraph(MemoryState)
+        memory.add_to(inner, model)
+        builder.add_node(name, inner.compile())
+        builder.add_edge("seed", name)
+    builder.add_edge(START, "seed")
+    graph: Any = builder.compile(checkpointer=InMemorySaver(), store=store)
+    try:
+        out = graph.invoke({"messages": [HumanMessage("go")]}, CONFIG)
+    finally:
+        memory.close()
+
+    for name, model in models.items():
+        other = "writer" if name == "researcher" else "researcher"
+        seen = "\n".join(_system(c) for c in model.calls)
+        assert f"{name} found" in _system(model.calls[1])
+        assert f"{other} found" not in seen
+        assert "deadline is Friday" not in seen
+    assert out["run_memory"] == ["deadline is Friday"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["add", "clear"]), st.sampled_from([None, "a", "b"]), st.integers(0, 9)),
+        max_size=12,
+    )
+)
+def test_clearing_one_agent_removes_its_notes_only_in_any_order(updates: list[tuple[str, Any, int]]) -> None:
+    notes: list[Any] = []
+    expected: list[tuple[str | None, str]] = []
+    for kind, agent, n in updates:
+        if kind == "add":
+            entry = f"note {n}" if agent is None else {"content": f"note {n}", "agent": agent}
+            notes = run_notes_reducer(notes, {"add": [entry]})
+            expected.append((agent, f"note {n}"))
+        elif agent is not None:
+            notes = run_notes_reducer(notes, {"clear": agent})
+            expected = [e for e in expected if e[0] != agent]
+    assert [
+        (n.get("agent") if isinstance(n, dict) else None, n["content"] if isinstance(n, dict) else n)
+        for n in notes
+    ] == expected
 
 
 # -- the plan -------------------------------------------------------------------------------------
