@@ -74,6 +74,7 @@ DOCUMENTED_SUBMODULES = (
     "langmem_plugin.stores",
     "langmem_plugin.core.tokens",
     "langmem_plugin.core.embeddings",
+    "langmem_plugin.core.multilingual",
     "langmem_plugin.core.lexical",
     "langmem_plugin.core.candidates",
     "langmem_plugin.core.scope",
