@@ -33,10 +33,10 @@ from langmem_plugin.errors import (
     MemoryNotFoundError,
     ScopeError,
 )
-from langmem_plugin.services import store_steps
+from langmem_plugin.services import execute, store_steps
 from langmem_plugin.services.intents import INTENTS
 from langmem_plugin.services.team import PROVENANCE, team_copy_key
-from langmem_plugin.services.upkeep import forgetting
+from langmem_plugin.services.upkeep import delete_threads_steps, forgetting
 from langmem_plugin.surfaces.memory import ToolsConfig
 from langmem_plugin.surfaces.tools import create_memory_tools
 from langmem_plugin.testing import FailingEmbeddings, FakeEmbeddings, ScriptedChatModel, tool_call
@@ -267,6 +267,41 @@ def test_forget_about_and_forget_user_reach_every_copy_and_the_users_memory_in_e
     assert not [k for k in left if "alice" in json.dumps(k) and k[0] != INTENTS]
     assert not [k for k, v in left.items() if "heron" in json.dumps(v) or "portal" in json.dumps(v)]
     assert any(k[0] == ("memories", "user", "bob") for k in left)
+
+
+def test_clear_memory_takes_the_copies_of_what_it_clears_in_its_batch() -> None:
+    store = InMemoryStore(index=INDEX)
+    memory = _memory(store, tools="full")
+    graph = _tools(memory, store)
+    copies = []
+    for text in ("Flight to Oslo on May 3", "Hotel Bristol in Oslo"):
+        saved = _call(graph, ALICE, "save_memory", content=text, category="travel/oslo")
+        copies.append(memory.promote(saved.split()[2], ALICE).copy.id)
+    kept = _save(graph, ALICE, "Alice's team is platform")
+    memory.promote(kept, ALICE)
+    assert len(_team(store)) == 3
+    answer = _call(graph, ALICE, "clear_memory", compartment="user", category="travel")
+    assert answer.startswith("Removed 2 memories"), answer
+    assert [i.value["content"] for i in _team(store)] == ["Alice's team is platform"]
+    for copy in copies:  # the clear says so in history, without the text
+        assert [e.action for e in memory.history(copy, ALICE)] == ["ADD", "DELETE"]
+        assert "Oslo" not in json.dumps([e.as_dict() for e in memory.history(copy, ALICE)])
+
+
+def test_deleting_a_thread_takes_what_sub_agents_kept_of_it() -> None:
+    store = InMemoryStore(index=INDEX)
+    layout = MemoryLayout(agents=AgentRules(session="isolated"))
+    memory = Memory(store, layout=layout)
+    scout = _tools(memory.agent("scout"), store)
+    note = _call(scout, ALICE, "save_memory", content="Scout's note on this thread", compartment="session")
+    assert note.startswith("Saved memory"), note
+    other = _call(scout, BOB, "save_memory", content="Scout's note on bob's thread", compartment="session")
+    assert other.startswith("Saved memory"), other
+    counts = execute(store, delete_threads_steps(layout, ["alice-t"]))
+    assert counts["session"] == 1
+    assert [i.namespace for i in store.search(("memories", "agent"))] == [
+        ("memories", "agent", "scout", "session", "bob-t")
+    ]
 
 
 # -- refused, with nothing written ------------------------------------------------------------------

@@ -307,11 +307,11 @@ def _promoter(record: MemoryRecord) -> str | None:
 
 
 def private_namespaces_steps(
-    layout: MemoryLayout, user_id: str, threads: Sequence[str]
+    layout: MemoryLayout, user_id: str | None, threads: Sequence[str]
 ) -> StoreSteps[list[tuple[Compartment, str | None, tuple[str, ...]]]]:
     """Where agents keep their own memory of ``user_id`` (``isolated`` compartments: user memory,
-    and session memory and tool results of ``threads``), for every agent that has any:
-    ``(compartment, thread or None, namespace)``."""
+    and session memory and tool results of ``threads``; no user: only those of the threads), for
+    every agent that has any: ``(compartment, thread or None, namespace)``."""
     prefix = layout.private_template(Compartment.USER)[:2]
     agents: set[str] = set()
     offset = 0
@@ -327,7 +327,7 @@ def private_namespaces_steps(
         offset += _PAGE
     places: list[tuple[Compartment, str | None, tuple[str, ...]]] = []
     for agent in sorted(agents):
-        wanted: list[tuple[Compartment, str | None]] = [(Compartment.USER, None)]
+        wanted: list[tuple[Compartment, str | None]] = [(Compartment.USER, None)] if user_id else []
         wanted += [(c, t) for t in threads for c in (Compartment.SESSION, Compartment.RESULTS)]
         for compartment, thread in wanted:
             try:  # a label another writer left that cannot be an agent id: not one of ours

@@ -7,6 +7,8 @@ from (:func:`.provenance.exchange_removal_steps`) — first, so a crash part-way
 memory deleted while an exchange that stated it is still recalled, as a forget does. After that
 batch, a store that keeps history (``CheckpointerStore``) drops the old versions of every item it
 deleted or rewrote (:func:`~langmem_plugin.services.store_steps.purge_history_steps`), as a forget's.
+The copies of what it clears in team memory (:mod:`langmem_plugin.services.team`) go in that
+batch too.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from langgraph.store.base import Item, PutOp
 
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import NamespaceTemplate, Scope
-from langmem_plugin.services.history import HISTORY_NAMESPACE
+from langmem_plugin.services.history import HISTORY_NAMESPACE, Change
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
-from langmem_plugin.services.operations import StoredMemory, clear_steps, to_stored
+from langmem_plugin.services.operations import StoredMemory, changes_ops, clear_steps, to_stored
 from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.team import team_copies_steps
 from langmem_plugin.services.upkeep.provenance import Forgotten, exchange_removal_steps, redact_history_steps
 
 __all__ = ["Cleared", "clear_reaching_steps"]
@@ -94,11 +97,17 @@ def clear_reaching_steps(
             if doomed:  # clear's delete batch: the exchanges of what it deletes go first, in it
                 removal = yield from exchange_removal_steps(scope, layout, doomed, cleared.forgotten)
                 removal = [op for op in removal if (tuple(op.namespace), op.key) not in deletes]
+                # their copies in team memory go with them (services.team), in the same batch
+                copies = yield from team_copies_steps(layout, doomed)
+                removal += [PutOp(c.namespace, c.id, None) for c in copies]
+                changes = [Change(c.id, "DELETE", None, None, "its original was cleared") for c in copies]
                 # their history keeps who cleared what and when, never the text (as forget's)
-                ids = {m.id for m in doomed}
+                ids = {m.id for m in [*doomed, *copies]}
                 redactions = yield from redact_history_steps(scope, sorted(ids), history)
                 cleared.forgotten.history = len(redactions)
+                cleared.forgotten.memories += [(c.id, c.compartment.value) for c in copies]
                 ops = [*removal, *redactions, *(_without_text(o, ids) for o in ops)]
+                ops += changes_ops(scope, changes, recorded_by, history=history)
                 written += [
                     *removal,
                     *redactions,

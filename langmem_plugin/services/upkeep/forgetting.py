@@ -475,9 +475,10 @@ def delete_threads_steps(
     """Delete what the store keeps for ``thread_ids``; returns counts per place.
 
     For each thread: its session memory, its stored tool results (the layout's ``results``
-    compartment — on a store without TTL nothing else ever removes them) and its entries in
-    the thread index. A template that needs a user id is filled from the thread index; one
-    that needs an id the index does not give is skipped and logged. Then a store that keeps
+    compartment — on a store without TTL nothing else ever removes them), the same in every
+    sub-agent's own compartments, and its entries in the thread index. A template that needs a
+    user id is filled from the thread index; one that needs an id the index does not give is
+    skipped and logged. Then a store that keeps
     history (``CheckpointerStore``) drops the old versions of all of it: each namespace of the
     thread's own (its template names the thread) entirely, the items deleted elsewhere one by one.
     """
@@ -522,6 +523,12 @@ def delete_threads_steps(
                 if any("{thread_id}" in label for label in layout.template(compartment)):
                     owned.append(namespace)
         doom("thread_index", claims)
+    for compartment, _, namespace in (yield from private_namespaces_steps(layout, None, threads)):
+        doom(
+            "session" if compartment is Compartment.SESSION else "tool_results",
+            (yield from _prefix_items(namespace)),
+        )
+        owned.append(namespace)  # a sub-agent's own memory of the thread
     intent = Intent(_DELETE_THREADS, target, {"threads": known})
     yield from _intended_steps(intent, [], doomed, recorded=prior is not None)
     purged = yield from purge_history_steps([*doomed, end_op(intent)], namespaces=owned)
