@@ -14,14 +14,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
@@ -37,37 +36,24 @@ from langmem_plugin.errors import ConfigurationError, shown
 from langmem_plugin.services import aexecute, execute
 from langmem_plugin.services.agents import AgentRules
 from langmem_plugin.services.context import RUN_NOTE_TOOL, ContextConfig
-from langmem_plugin.services.history import HistoryEntry, history_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.operations import StoredMemory
 from langmem_plugin.services.plan import PlanConfig
 from langmem_plugin.services.recall import HybridRetriever, Recall, RecallConfig
 from langmem_plugin.services.remember import (
-    History,
-    ImportProgress,
-    ImportReport,
     RememberConfig,
-    aimport_histories,
-    aimport_history,
-    import_histories,
-    import_history,
 )
 from langmem_plugin.services.turn import MemoryTurn, with_renamed
 from langmem_plugin.services.upkeep import (
     ConsolidationConfig,
     ExtractionConfig,
-    ForgetReport,
-    Forgotten,
     Reflector,
-    drop_queued,
-    forget_matching_steps,
-    forget_steps,
-    forget_user_steps,
 )
 from langmem_plugin.stores import lexical_view
-from langmem_plugin.surfaces._arguments import memory_id_of, messages_of, state_of
+from langmem_plugin.surfaces._arguments import messages_of, state_of
 from langmem_plugin.surfaces._default_store import LEXICAL_FIELDS, default_store, dims_given, memory_index
 from langmem_plugin.surfaces._documents import DocumentMethods
+from langmem_plugin.surfaces._forgetting import ForgettingMethods
+from langmem_plugin.surfaces._importing import ImportingMethods
 from langmem_plugin.surfaces._inspecting import InspectingMethods
 from langmem_plugin.surfaces._snapshots import SnapshotMethods
 from langmem_plugin.surfaces._team import TeamMethods, with_team
@@ -147,7 +133,9 @@ def scores_are_similarities(store: BaseStore) -> bool:
     return mode in (None, "dense", "semantic")
 
 
-class Memory(SnapshotMethods, TeamMethods, DocumentMethods, InspectingMethods):
+class Memory(
+    SnapshotMethods, TeamMethods, ImportingMethods, ForgettingMethods, DocumentMethods, InspectingMethods
+):
     """Memory for a LangGraph / LangChain agent, configured once.
 
     Args:
@@ -467,141 +455,6 @@ class Memory(SnapshotMethods, TeamMethods, DocumentMethods, InspectingMethods):
             scope, self._source.now(), messages, plan=plan, run_memory=run_memory, as_of=as_of
         )
 
-    def import_history(
-        self,
-        history: History,
-        config: RunnableConfig | None = None,
-        *,
-        per: Literal["exchange", "message"] = "exchange",
-        batch_size: int = 64,
-        progress: bool | None = None,
-    ) -> ImportReport:
-        """Import an existing conversation into the thread of ``config``, as remember writes it.
-
-        ``history`` is a list of messages (LangChain messages, ``{"role", "content"}`` dicts or pairs),
-        or of sessions ``{"date": ..., "id": ..., "messages": [...]}`` (the date stamps the episodes
-        and BM25 reads it; the id is kept apart). Each exchange becomes an episode
-        with the same key, fields and passages remember gives it, in the compartments of
-        :attr:`remember_config`; the store embeds ``batch_size`` episodes per round. Episodes
-        already stored are left as they are, so importing twice writes nothing new. See
-        :mod:`langmem_plugin.services.remember.history_import`.
-
-        >>> memory = Memory()
-        >>> report = memory.import_history(
-        ...     [{"role": "user", "content": "I like green tea"}, {"role": "assistant", "content": "Noted!"}],
-        ...     {"configurable": {"thread_id": "t0", "user_id": "u1"}},
-        ... )
-        >>> report.turns, report.written
-        (1, 1)
-
-        Args:
-            history: the messages, or sessions of messages.
-            config: the scope (``thread_id`` required; ``user_id`` for user memory).
-            per: ``"exchange"`` (user/assistant) or ``"message"`` (one episode per message,
-                for a conversation between people).
-            batch_size: episodes written (and embedded) per store round.
-            progress: show a progress bar (default: for 200 turns or more).
-
-        Returns:
-            turns found, written, already stored, passages, failed, seconds, turns per second.
-
-        Raises:
-            ConfigurationError: ``history`` is not a history (a message of no known shape, bad
-                tool calls, a date that does not parse...: the message names its place and the
-                fix), or ``config`` is not a config; nothing is written.
-            ScopeError: no ``thread_id`` in ``config``, or an id that is not one.
-        """
-        return import_history(
-            self._source.now(),
-            history,
-            self._scope_of(config),
-            layout=self.layout,
-            config=self.remember_config,
-            per=per,
-            batch_size=batch_size,
-            progress=progress,
-        )
-
-    async def aimport_history(
-        self,
-        history: History,
-        config: RunnableConfig | None = None,
-        *,
-        per: Literal["exchange", "message"] = "exchange",
-        batch_size: int = 64,
-        progress: bool | None = None,
-    ) -> ImportReport:
-        """Async :meth:`import_history`."""
-        return await aimport_history(
-            self._source.now(),
-            history,
-            self._scope_of(config),
-            layout=self.layout,
-            config=self.remember_config,
-            per=per,
-            batch_size=batch_size,
-            progress=progress,
-        )
-
-    def import_histories(
-        self,
-        conversations: Iterable[tuple[str, History]],
-        config: RunnableConfig | None = None,
-        *,
-        per: Literal["exchange", "message"] = "exchange",
-        batch_size: int = 64,
-        progress: bool | None = None,
-        on_progress: Callable[[ImportProgress], None] | None = None,
-    ) -> ImportReport:
-        """Import many conversations, ``(thread_id, history)`` each, streamed: one report.
-
-        Each conversation is read, checked and written as :meth:`import_history` does, into its
-        own thread of ``config``'s user, then let go: memory stays bounded by one conversation
-        (a generator over files is never held whole). Run again after a crash or a kill and
-        only what is missing is written. ``on_progress`` gets an ``ImportProgress`` after each
-        batch. See :func:`~langmem_plugin.services.remember.history_import.import_histories`.
-
-        >>> memory = Memory()
-        >>> chats = [(f"chat-{n}", [("user", f"I have {n} cats"), ("assistant", "Noted!")]) for n in range(3)]
-        >>> report = memory.import_histories(chats, {"configurable": {"user_id": "u1"}})
-        >>> report.conversations, report.written
-        (3, 3)
-        """
-        return import_histories(
-            self._source.now(),
-            conversations,
-            self._scope_of(config),
-            layout=self.layout,
-            config=self.remember_config,
-            per=per,
-            batch_size=batch_size,
-            progress=progress,
-            on_progress=on_progress,
-        )
-
-    async def aimport_histories(
-        self,
-        conversations: Iterable[tuple[str, History]],
-        config: RunnableConfig | None = None,
-        *,
-        per: Literal["exchange", "message"] = "exchange",
-        batch_size: int = 64,
-        progress: bool | None = None,
-        on_progress: Callable[[ImportProgress], None] | None = None,
-    ) -> ImportReport:
-        """Async :meth:`import_histories`."""
-        return await aimport_histories(
-            self._source.now(),
-            conversations,
-            self._scope_of(config),
-            layout=self.layout,
-            config=self.remember_config,
-            per=per,
-            batch_size=batch_size,
-            progress=progress,
-            on_progress=on_progress,
-        )
-
     def flush(self, timeout: float | None = None) -> None:
         """Wait for background writes to finish, then run pending reflections now and wait for them
         (and for the model compactor's descriptions of tool results)."""
@@ -640,76 +493,6 @@ class Memory(SnapshotMethods, TeamMethods, DocumentMethods, InspectingMethods):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- history and forgetting ---------------------------------------------------------------
-
-    def history(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
-        """Every recorded change of ``memory_id`` in the user memory of ``config``'s user, oldest first."""
-        return execute(self._source.now(), history_steps(self._scope_of(config), memory_id_of(memory_id)))
-
-    async def ahistory(self, memory_id: str, config: RunnableConfig | None = None) -> list[HistoryEntry]:
-        """Async :meth:`history`."""
-        return await aexecute(
-            self._source.now(), history_steps(self._scope_of(config), memory_id_of(memory_id))
-        )
-
-    def forget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
-        """Delete one memory (user or session memory of ``config``'s scope); recorded in history.
-
-        Raises:
-            MemoryNotFoundError: no such id there.
-        """
-        return execute(
-            self._source.now(), forget_steps(self._scope_of(config), self.layout, memory_id_of(memory_id))
-        )
-
-    async def aforget(self, memory_id: str, config: RunnableConfig | None = None) -> StoredMemory:
-        """Async :meth:`forget`."""
-        scope = self._scope_of(config)
-        return await aexecute(self._source.now(), forget_steps(scope, self.layout, memory_id_of(memory_id)))
-
-    def forget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
-        """Forget every memory and past exchange of ``config``'s user (and thread) whose text holds
-        every word of ``query`` (:func:`~langmem_plugin.services.upkeep.forget_matching_steps`);
-        what was removed.
-
-        Raises:
-            InvalidFilterError: ``query`` is empty, too long or names nothing; nothing is removed.
-        """
-        return execute(self._source.now(), forget_matching_steps(self._scope_of(config), self.layout, query))
-
-    async def aforget_about(self, query: str, config: RunnableConfig | None = None) -> Forgotten:
-        """Async :meth:`forget_about`."""
-        return await aexecute(
-            self._source.now(), forget_matching_steps(self._scope_of(config), self.layout, query)
-        )
-
-    def forget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
-        """Remove everything of ``user_id`` (see :mod:`~langmem_plugin.services.upkeep.forgetting`).
-
-        The user's queued reflections and failed writes are dropped first (``report.queued``),
-        so none writes the user's memories back afterwards.
-
-        Raises:
-            ScopeError: ``user_id`` (or one of ``threads``) is not an id: not a ``str``, empty,
-                or with a ``.`` or a control character; raised before anything is read or written.
-        """
-        steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
-        queued = drop_queued(user_id, self.writer, self.reflector)
-        report = execute(self._source.now(), steps)
-        report.queued = queued
-        self.turn.reset_thread_index(user_id)
-        return report
-
-    async def aforget_user(self, user_id: str, *, threads: Iterable[str] = ()) -> ForgetReport:
-        """Async :meth:`forget_user`."""
-        steps = forget_user_steps(user_id, self.layout, threads=threads)  # checks the ids first
-        await self.writer.aflush()
-        queued = await asyncio.to_thread(drop_queued, user_id, self.writer, self.reflector)
-        report = await aexecute(self._source.now(), steps)
-        report.queued = queued
-        self.turn.reset_thread_index(user_id)
-        return report
 
     def resume(self) -> int:
         """Finish what a stopped run left part-done in the store (a ``forget_user`` or thread deletion
