@@ -7,9 +7,12 @@ or imported as dated sessions, and recalled by ``Memory.recall`` as a graph's re
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +120,39 @@ def test_a_texts_vector_does_not_depend_on_its_batch() -> None:
     assert not np.allclose(batched[4], np.array(emb.embed_documents(["Bonjour"])[0]), atol=1e-3)
     with pytest.raises(ValueError, match="batch_size must be a whole number of at least 1, got 0"):
         MultilingualE5Embeddings(batch_size=0)
+
+
+async def test_threads_and_tasks_embed_side_by_side_with_the_same_vectors() -> None:
+    emb = MultilingualE5Embeddings()
+    texts = [f"Frage Nummer {n}: wo wohnt meine Schwester?" for n in range(8)]
+    alone = np.array([emb.embed_query(text) for text in texts])
+    with ThreadPoolExecutor(max_workers=4) as pool:  # the engine call holds no Python lock
+        threaded = np.array(list(pool.map(emb.embed_query, texts)))
+    gathered = np.array(await asyncio.gather(*(emb.aembed_query(text) for text in texts)))
+    assert np.allclose(threaded, alone, atol=1e-6)
+    assert np.allclose(gathered, alone, atol=1e-6)
+
+
+def test_the_engine_is_loaded_with_passive_waiting_and_the_environment_is_restored() -> None:
+    script = textwrap.dedent(
+        """
+        import os
+        from langmem_plugin.core.multilingual import MultilingualE5Embeddings
+        before = os.environ.get("OMP_WAIT_POLICY")
+        MultilingualE5Embeddings().load()
+        print(before, os.environ.get("OMP_WAIT_POLICY"))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    unset = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert unset.stdout.split() == ["None", "None"], unset.stderr  # set while loading only
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    yours = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert yours.stdout.split() == ["ACTIVE", "ACTIVE"], yours.stderr  # a policy you set is kept
 
 
 def test_it_is_selected_by_name_and_a_store_keeps_to_it(tmp_path: Path) -> None:
