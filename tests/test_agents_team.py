@@ -185,7 +185,9 @@ def test_a_promoted_memory_is_read_by_the_team_recorded_in_history_and_forgotten
 
     # the team reads it; another team and a run without a team do not
     question = "Which host runs the staging database?"
-    assert "host kiwi" in memory.recall(question, BOB).prompt
+    shown = memory.recall(question, BOB).prompt
+    assert "host kiwi" in shown
+    assert 'shared_by "team"' in shown  # the model is told it is the team's, not about bob
     assert "host kiwi" not in memory.recall(question, CAROL).prompt
     assert "host kiwi" not in memory.recall(question, DAVE).prompt
     assert "host kiwi" not in _call(graph, BOB, "search_memory", query="staging host")  # not bob's own

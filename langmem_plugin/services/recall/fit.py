@@ -268,7 +268,10 @@ class MemoriesFitter:
             cost += 0 if self.days else self._excerpts_header
             cost += 0 if day in self.days else self._cost(group(date=day))
             return line, cost
-        line = fenced_entry(content, id=memory.id, category=record.category, tags=record.tags, cut=cut)
+        team = "team" if memory.compartment == "team" else None  # shared by the team (services.team)
+        line = fenced_entry(
+            content, id=memory.id, category=record.category, tags=record.tags, shared_by=team, cut=cut
+        )
         return line, self._cost(line) + (0 if self.facts else self._memories_header)
 
     def _day(self, memory: StoredMemory) -> str | None:
