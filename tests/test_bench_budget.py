@@ -97,7 +97,9 @@ def test_every_row_is_measured_at_every_budget_within_its_tokens(data: Path) -> 
 def test_each_row_is_its_preset_at_the_budget() -> None:
     assert curve_config("default", 600).budgets.memories == 550  # the default's own budget
     assert curve_config("default", 600).max_items == 20
+    assert curve_config("default", 600).candidates == 20
     assert curve_config("default", 2000).max_items > 20
+    assert curve_config("default", 2000).candidates == curve_config("default", 2000).max_items
     fast = curve_config("fast", 400).retrieval
     assert fast is not None
     assert fast.candidates == 30

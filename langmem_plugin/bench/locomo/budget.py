@@ -4,7 +4,8 @@ Each conversation is imported once into ``Memory()`` (every default, as the ``pr
 every question is recalled, from another thread of the same user, by each row of :data:`CURVE_ROWS`
 at each total of :data:`CURVE_BUDGETS`: the memories budget is the total less
 :data:`FENCE_TOKENS` (the fence and its preamble; the default 550 makes the 600 a default recall
-comes to), and ``max_items`` grows with the budget (20 at 600, as the default). A point is the
+comes to), and ``max_items`` and ``candidates`` grow with the budget (20 at 600, as the default:
+ranked from 20 candidates, a recall injects at most 20 items however large its budget). A point is the
 share of evidence turns injected (mean over questions, as the product row counts it) and the
 tokens of the prompt injected (cl100k, mean over questions).
 
@@ -65,9 +66,11 @@ def curve_config(row: str, total: int) -> RecallConfig:
     from langmem_plugin import RecallConfig
     from langmem_plugin.services.recall import FIT_SHAPED, TokenBudgets
 
+    items = max(_ITEMS_AT_600, round(_ITEMS_AT_600 * total / 600))
     changes: dict[str, Any] = {
         "budgets": TokenBudgets(memories=max(total - FENCE_TOKENS, 0)),
-        "max_items": max(_ITEMS_AT_600, round(_ITEMS_AT_600 * total / 600)),
+        "max_items": items,
+        "candidates": items,  # ranking is handed as many candidates as may be injected
     }
     if row == "fit shaped":
         return RecallConfig(fit=FIT_SHAPED, **changes)
@@ -133,7 +136,8 @@ class BudgetCurve:
         note = (
             f"{self.dataset}, {self.conversations} conversations, {questions} questions: evidence turns "
             f"injected by Memory() (each conversation imported once) at each total; memories budget = "
-            f"total - {FENCE_TOKENS}, max_items = {_ITEMS_AT_600} x total / 600 (at least {_ITEMS_AT_600})"
+            f"total - {FENCE_TOKENS}, max_items = candidates = {_ITEMS_AT_600} x total / 600 "
+            f"(at least {_ITEMS_AT_600})"
         )
         return "\n".join([note, format_table(headers, rows)])
 

@@ -117,6 +117,7 @@ PRODUCT_PRESETS: dict[str, str] = {
     "product@fit-shaped": "product, RecallConfig(fit=FIT_SHAPED): wide questions get more and shorter items",
     "product@fit-shaped-cut0": "product, FIT_SHAPED but every memory over its share cut (cut_saves=0)",
     "product@fit-fill": "product, FIT_SHAPED (cut_saves=0), what does not fit whole shown in what's left",
+    "product@fit-shaped-fill": "product, FIT_SHAPED, what does not fit whole shown in what's left (fill=32)",
 }
 
 
@@ -129,6 +130,7 @@ def _fit(name: str) -> Any:
     fits = {"fit-before": FIT_BEFORE, "fit-shaped": FIT_SHAPED}
     fits["fit-shaped-cut0"] = dataclasses.replace(FIT_SHAPED, cut_saves=0)
     fits["fit-fill"] = dataclasses.replace(FIT_SHAPED, cut_saves=0, fill=32)
+    fits["fit-shaped-fill"] = dataclasses.replace(FIT_SHAPED, fill=32)
     return fits[name.removeprefix("product@")]
 
 
