@@ -1,20 +1,32 @@
-"""How fast a conversation history is imported: batched vs one turn at a time.
+"""How fast a conversation history is imported.
 
-Imports LoCoMo conversations (one episode per message, as
-:meth:`~langmem_plugin.Memory.import_history` with ``per="message"`` writes them) into a fresh
-embedded :class:`~langmem_plugin.stores.QdrantStore` with the offline MiniLM embedder, once with
-``batch_size`` episodes per store round and once with one (what remembering each turn live
-costs), and reports turns per second of each::
+- :func:`measure_import`: LoCoMo conversations (one episode per message, as
+  :meth:`~langmem_plugin.Memory.import_history` with ``per="message"`` writes them) into a fresh
+  embedded :class:`~langmem_plugin.stores.QdrantStore` with the offline MiniLM embedder, once with
+  ``batch_size`` episodes per store round and once with one (what remembering each turn live
+  costs), in turns per second::
 
-    python -m langmem_plugin.bench.import_history --data data/locomo/locomo10.json
+      python -m langmem_plugin.bench.import_history --data data/locomo/locomo10.json
+
+- :func:`measure_longchat_import` (``--longchat``): one generated long chat
+  (:func:`~langmem_plugin.bench.longchat.make_long_chat`) imported through ``Memory()`` defaults
+  with each embedder, beside the time float MiniLM-L6 alone takes to embed every word of the
+  chat once in 200-token pieces, in the same process (before and after the imports: the mean
+  is the reference); and the facts recall finds after each import;
+- :func:`measure_stream` (``--stream N``): N generated chats streamed through
+  :meth:`~langmem_plugin.Memory.import_histories`, one progress line per chat with the
+  process's resident memory (RSS), to see that it stays flat.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +37,15 @@ from langmem_plugin.bench.datasets import locomo_path
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.remember import ImportReport, import_history
 
-__all__ = ["ImportRun", "locomo_history", "main", "measure_import"]
+__all__ = [
+    "ImportRun",
+    "locomo_history",
+    "main",
+    "measure_import",
+    "measure_longchat_import",
+    "measure_stream",
+    "word_pieces",
+]
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,148 @@ def measure_import(
     return runs
 
 
+def word_pieces(text: str, tokens: int = 200) -> list[str]:
+    """``text`` cut into consecutive pieces of ``tokens`` MiniLM tokens (every word once)."""
+    from tokenizers import Tokenizer
+
+    from langmem_plugin.core.onnx_session import default_tokenizer_path
+
+    tokenizer = Tokenizer.from_file(str(default_tokenizer_path()))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    offsets = tokenizer.encode(text, add_special_tokens=False).offsets
+    return [
+        text[offsets[i][0] : offsets[min(i + tokens, len(offsets)) - 1][1]]
+        for i in range(0, len(offsets), tokens)
+    ]
+
+
+@dataclass
+class LongChatImport:
+    """One import of the long chat: seconds, texts the store embedded, what recall found."""
+
+    embedder: str
+    seconds: float
+    texts: int
+    passages: int
+    found: float
+    answered: float
+
+
+def measure_longchat_import(
+    *,
+    exchanges: int = 250,
+    sessions: int = 50,
+    embedders: Sequence[str] = ("float", "int8"),
+    progress: Callable[[str], None] | None = None,
+) -> tuple[float, int, list[LongChatImport]]:
+    """The long chat imported through ``Memory()`` with each embedder, and the reference.
+
+    Returns the reference seconds (float MiniLM-L6 embedding every word of the chat once in
+    200-token pieces, batches of 32: the mean of a run before and one after the imports), the
+    number of pieces, and one :class:`LongChatImport` per embedder.
+    """
+    from langmem_plugin import Memory
+    from langmem_plugin.bench.longchat import (
+        CountingEmbeddings,
+        SettingResult,
+        _load,
+        _recall_all,
+        make_long_chat,
+    )
+
+    chat = make_long_chat(0, sessions=sessions, exchanges=exchanges, facts=min(40, exchanges))
+    words = "\n".join(m["content"] for s in chat.sessions for m in s["messages"])
+    pieces = word_pieces(words)
+    loaded = {name: _load(name) for name in dict.fromkeys(["float", *embedders])}
+
+    def reference() -> float:
+        started = time.perf_counter()
+        for start in range(0, len(pieces), 32):
+            loaded["float"].embed_documents(pieces[start : start + 32])
+        return time.perf_counter() - started
+
+    spent = [reference()]
+    runs: list[LongChatImport] = []
+    for name in embedders:
+        counter = CountingEmbeddings(loaded[name])
+        with Memory(embeddings=counter) as memory:
+            config: Any = {"configurable": {"user_id": "longchat", "thread_id": "chat"}}
+            report = memory.import_history(chat.sessions, config, progress=False)
+            row = SettingResult(name, report, list(counter.calls), counter.document_seconds)
+            _recall_all(memory, chat, "longchat", row, counter)
+        n = max(len(row.found), 1)
+        runs.append(
+            LongChatImport(
+                name,
+                report.seconds,
+                sum(counter.calls),
+                report.passages,
+                100 * sum(row.found) / n,
+                100 * sum(row.answered) / n,
+            )
+        )
+        if progress is not None:
+            progress(f"{name}: imported in {report.seconds:.1f} s (load {os.getloadavg()[0]:.1f})")
+    spent.append(reference())
+    return sum(spent) / len(spent), len(pieces), runs
+
+
+def _rss_mb() -> float:
+    """The process's resident memory now, in MB (Linux), else its peak."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+
+
+def measure_stream(
+    chats: int = 100,
+    *,
+    exchanges: int = 20,
+    embeddings: Any = None,
+    workdir: str | Path | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> list[tuple[int, float, float]]:
+    """``chats`` generated chats streamed through ``Memory(path=...).import_histories``.
+
+    ``embeddings`` default: ``FakeEmbeddings(384)`` (hashing, no model), so the run measures
+    the import's pipeline and the store, not the embedder. Returns, per chat, ``(turns done,
+    seconds, RSS MB)`` as the progress callback saw them at the chat's end.
+    """
+    from langmem_plugin import Memory
+    from langmem_plugin.bench.longchat import make_long_chat
+    from langmem_plugin.services.remember import ImportProgress
+    from langmem_plugin.testing import FakeEmbeddings
+
+    sessions = max(1, exchanges // 5)
+
+    def conversations() -> Any:
+        for n in range(chats):
+            chat = make_long_chat(n, sessions=sessions, exchanges=exchanges, facts=0)
+            yield f"chat-{n}", chat.sessions
+
+    seen: list[tuple[int, float, float]] = []
+    done = 0
+
+    def on_progress(p: ImportProgress) -> None:
+        nonlocal done
+        if p.conversations > done:
+            done = p.conversations
+            seen.append((p.turns, p.seconds, _rss_mb()))
+            if progress is not None:
+                progress(f"{p} — RSS {seen[-1][2]:.0f} MB")
+
+    embedder = embeddings or FakeEmbeddings(384)
+    with (
+        tempfile.TemporaryDirectory(dir=workdir) as tmp,
+        Memory(path=Path(tmp) / "m", embeddings=embedder) as memory,
+    ):
+        memory.import_histories(conversations(), {"configurable": {"user_id": "u"}}, on_progress=on_progress)
+    return seen
+
+
 def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     """Print the import throughput of a LoCoMo conversation, batched and not."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -113,7 +275,28 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     parser.add_argument("--conversation", type=int, default=0)
     parser.add_argument("--turns", type=int, default=None, help="at most this many turns")
     parser.add_argument("--batch-sizes", default="64,1")
+    parser.add_argument("--longchat", type=int, default=None, metavar="EXCHANGES", help="the long chat")
+    parser.add_argument("--embedders", default="float,int8", help="with --longchat")
+    parser.add_argument("--stream", type=int, default=None, metavar="CHATS", help="stream CHATS chats")
     args = parser.parse_args(argv)
+    if args.longchat:
+        sessions = max(1, min(50, args.longchat // 5))
+        embedders = args.embedders.split(",")
+        ref, pieces, imports = measure_longchat_import(
+            exchanges=args.longchat, sessions=sessions, embedders=embedders, progress=print
+        )
+        print(f"reference: float MiniLM-L6, {pieces} pieces of 200 tokens: {ref:.1f} s")
+        for r in imports:
+            print(
+                f"{r.embedder}: import {r.seconds:.1f} s = {r.seconds / ref:.2f}x the reference, "
+                f"{r.texts} texts ({r.passages} passages), fact exchange injected {r.found:.1f}%, "
+                f"value in prompt {r.answered:.1f}%"
+            )
+        return []
+    if args.stream:
+        seen = measure_stream(args.stream)
+        print(f"RSS after chat 1: {seen[0][2]:.0f} MB, after chat {len(seen)}: {seen[-1][2]:.0f} MB")
+        return []
     from langmem_plugin.core.embeddings import MiniLMEmbeddings
 
     embeddings = MiniLMEmbeddings().load()
