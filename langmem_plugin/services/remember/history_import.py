@@ -26,6 +26,10 @@ the fix, and writes nothing.
 
 A message without an id gets one from its place in the history (``"s.m"``: session, message),
 so a replay makes the same keys.
+
+:func:`import_histories` imports many conversations, ``(thread_id, history)`` pairs read one at
+a time, each as :func:`import_history` would (bounded memory; a killed import resumes by running
+it again); both call ``on_progress`` with an :class:`ImportProgress` after each batch.
 """
 
 from __future__ import annotations
