@@ -357,3 +357,30 @@ def test_memory_agent_surfaces_in_a_plain_node_run_as_that_agent(store: InMemory
     )
     assert contents(store, private("auditor")) == ["Audit log opened"]
     assert "Audit: expenses look fine" in contents(store, SHARED_USER)  # the root's own save
+
+
+# -- the inspector lists a sub-agent's own memories ----------------------------------------------
+
+
+def test_the_inspector_lists_a_sub_agents_own_memories(store: InMemoryStore) -> None:
+    from langmem_plugin.errors import ConfigurationError
+
+    memory = _memory(store, AgentRules(user="isolated"))
+    for agent, note in [("alice", "Alice keeps the minutes"), ("bob", "Bob books the room")]:
+        memory.agent(agent).tools[0].invoke({"content": note}, CONFIG)
+    memory.tools[0].invoke({"content": "The team meets on Mondays"}, CONFIG)
+    inspector = memory.inspector()
+
+    def listed(**kwargs: Any) -> list[str]:
+        return [str(row.content) for row in inspector.page("user", user_id="u1", **kwargs).rows]
+
+    assert listed(subagent="alice") == ["Alice keeps the minutes"]
+    assert listed(subagent="bob") == ["Bob books the room"]
+    assert listed() == ["The team meets on Mondays"]  # the shared user memory
+    exported = inspector.export("user", user_id="u1", subagent="alice")
+    assert [item["namespace"] for item in exported["items"]] == [list(private("alice"))]
+    # whatever the rules say now, what is listed is what the agent kept as its own
+    shared = _memory(store, AgentRules()).inspector()
+    assert shared.page("user", user_id="u1", subagent="alice").rows[0].content == "Alice keeps the minutes"
+    with pytest.raises(ConfigurationError, match="thread view"):
+        inspector.page("thread", thread_id="t1", subagent="alice")

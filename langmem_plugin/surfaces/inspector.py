@@ -26,13 +26,16 @@ inspector was made with ``writable=True``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.store.base import BaseStore
 
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError, ReadOnlyError
+from langmem_plugin.services.agents import Sharing
 from langmem_plugin.services.inspect import (
+    THREAD,
     Catalog,
     MemoryDetail,
     MemoryPage,
@@ -47,7 +50,7 @@ from langmem_plugin.services.inspect import (
     page_steps,
     remove_steps,
 )
-from langmem_plugin.services.layout import Compartment, MemoryLayout
+from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory
 from langmem_plugin.services.recall import Recall, RecallConfig
 from langmem_plugin.services.store_steps import execute
@@ -89,6 +92,22 @@ class Inspector:
     def _scope(user_id: str | None, thread_id: str | None, agent: str | None = None) -> Scope:
         return Scope(user_id=user_id, thread_id=thread_id, agent=agent)
 
+    def _own(
+        self, compartment: Compartment | str, scope: Scope, subagent: str | None
+    ) -> tuple[MemoryLayout, Scope]:
+        """The layout and scope of ``subagent``'s own ``compartment`` (as an ``isolated`` rule gives
+        it, whatever the rules say now), or this inspector's and ``scope`` without one."""
+        if subagent is None:
+            return self.layout, scope
+        if compartment == THREAD:
+            raise ConfigurationError(
+                "subagent= lists one compartment of a sub-agent's own; the thread view has none. "
+                "Fix: page('user' or 'session' or 'results', subagent=...)."
+            )
+        comp = parse_compartment(compartment)
+        rules = self.layout.agents.with_agent(subagent, {comp.value: Sharing.ISOLATED})
+        return dataclasses.replace(self.layout, agents=rules), scope.as_subagent(subagent)
+
     def catalog(self) -> Catalog:
         """The users, threads and agents the store has memory for."""
         return execute(self.store, catalog_steps(self.layout))
@@ -100,6 +119,7 @@ class Inspector:
         user_id: str | None = None,
         thread_id: str | None = None,
         agent: str | None = None,
+        subagent: str | None = None,
         offset: int = 0,
         limit: int = 50,
         kind: str | None = None,
@@ -110,12 +130,13 @@ class Inspector:
         """A page of one compartment's memories (``user_id`` for user memory, ``thread_id`` for
         session memory and results, ``agent`` for knowledge), or with ``"thread"`` everything of
         ``thread_id`` (its session memory, and what its users' memory holds from it); see
-        :func:`~langmem_plugin.services.inspect.page_steps` for the filters and ``sort``."""
-        scope = self._scope(user_id, thread_id, agent)
+        :func:`~langmem_plugin.services.inspect.page_steps` for the filters and ``sort``.
+        ``subagent``: that sub-agent's own compartment instead (docs/agents.md)."""
+        layout, scope = self._own(compartment, self._scope(user_id, thread_id, agent), subagent)
         return execute(
             self.store,
             page_steps(
-                self.layout,
+                layout,
                 scope,
                 compartment,
                 offset=offset,
@@ -134,6 +155,7 @@ class Inspector:
         user_id: str | None = None,
         thread_id: str | None = None,
         agent: str | None = None,
+        subagent: str | None = None,
         kind: str | None = None,
         category: str | None = None,
         contains: str | None = None,
@@ -141,11 +163,11 @@ class Inspector:
     ) -> dict[str, Any]:
         """The whole view :meth:`page` pages through, as one JSON-able document whose ``items``
         are the memories as stored (namespace, key, timestamps, value)."""
-        scope = self._scope(user_id, thread_id, agent)
+        layout, scope = self._own(compartment, self._scope(user_id, thread_id, agent), subagent)
         return execute(
             self.store,
             export_steps(
-                self.layout, scope, compartment, kind=kind, category=category, contains=contains, sort=sort
+                layout, scope, compartment, kind=kind, category=category, contains=contains, sort=sort
             ),
         )
 
