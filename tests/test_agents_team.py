@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
@@ -35,6 +37,7 @@ from langmem_plugin.errors import (
 )
 from langmem_plugin.services import execute, store_steps
 from langmem_plugin.services.intents import INTENTS
+from langmem_plugin.services.operations import save_steps
 from langmem_plugin.services.team import PROVENANCE, team_copy_key
 from langmem_plugin.services.upkeep import delete_threads_steps, forgetting
 from langmem_plugin.surfaces.memory import ToolsConfig
@@ -459,3 +462,69 @@ def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_copies_and_agen
             assert not [k for k, v in left.items() if "alice" in json.dumps([k, v]).lower()], n
             assert [i.value["content"] for i in _team(store)] == ["Bob parks in row D"]
         n += 1
+
+
+# -- any schedule -----------------------------------------------------------------------------------
+
+RUNS = {  # (user, team): who runs, in which team; scout is a sub-agent with its own user memory
+    ("alice", "acme"): _config("alice", "acme", "a1"),
+    ("alice", "globex"): _config("alice", "globex", "a2"),
+    ("bob", "acme"): _config("bob", "acme", "b1"),
+}
+OPS = st.tuples(
+    st.sampled_from(["save", "promote", "forget", "forget_user"]),
+    st.sampled_from(sorted(RUNS)),
+    st.sampled_from([None, "scout"]),
+    st.integers(0, 3),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(OPS, max_size=14))
+@example(
+    [
+        ("save", ("alice", "acme"), "scout", 0),
+        ("promote", ("alice", "globex"), None, 0),
+        ("forget", ("alice", "acme"), None, 0),
+    ]
+)
+def test_any_schedule_of_saves_promotions_and_forgets_leaves_exactly_the_live_originals_copies(
+    ops: list[tuple[str, tuple[str, str], str | None, int]],
+) -> None:
+    """A save is made by the agent drawn; a promotion or a forget picks one of the user's
+    memories and runs as the agent that owns it, in the team of the run drawn."""
+    store = InMemoryStore()
+    layout = MemoryLayout(team=True, agents=AgentRules(agents={"scout": {"user": "isolated"}}))
+    memory = Memory(store, layout=layout)
+    saved: dict[str, list[tuple[str | None, tuple[str, ...], str]]] = {}  # a user's: (agent, ns, id)
+    promoted: dict[tuple[tuple[str, ...], str], set[str]] = {}  # an original: the teams it is in
+    for n, (op, run, agent, pick) in enumerate(ops):
+        user, team = run
+        config = RUNS[run]
+        mine = saved.setdefault(user, [])
+        if op == "save":
+            scope = Scope.from_config(config)
+            scope = scope.as_subagent(agent) if agent else scope
+            stored = execute(store, save_steps(scope, layout, f"fact {n} of {user}"))
+            mine.append((agent, stored.namespace, stored.id))
+        elif op in ("promote", "forget") and mine:
+            owner, namespace, key = mine[pick % len(mine)]
+            acting = memory.agent(owner) if owner else memory
+            if op == "promote":
+                acting.promote(key, config)
+                promoted.setdefault((namespace, key), set()).add(team)
+            else:
+                acting.forget(key, config)
+                mine.remove((owner, namespace, key))
+                promoted.pop((namespace, key), None)
+        elif op == "forget_user":
+            memory.forget_user(user)
+            for _, namespace, key in saved.pop(user, []):
+                promoted.pop((namespace, key), None)
+        expected = {
+            (team, team_copy_key(namespace, key))
+            for (namespace, key), teams in promoted.items()
+            for team in teams
+        }
+        found = {(i.namespace[2], i.key) for i in store.search(("memories", "team"), limit=1000)}
+        assert found == expected, (n, op, run, agent)
