@@ -260,7 +260,8 @@ class _Copies(Embeddings):
     """The cached vectors, for the renamed copies too (see the module docstring).
 
     ``renaming`` (set before each user's import or recall) maps the copy's names back to LoCoMo's;
-    ``question`` (set before each recall) is the vector any query text not in the table gets.
+    ``question`` (set before each recall, ``None`` during the import) is the vector any text not in
+    the table gets.
     """
 
     def __init__(self, table: Path) -> None:
@@ -287,6 +288,8 @@ class _Copies(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         out = [self.vector(t) for t in texts]
+        if self.question is not None:  # a recall (a store may embed its query as a document)
+            out = [v if v is not None else self.question for v in out]
         missing = [t for t, v in zip(texts, out, strict=True) if v is None]
         if missing:
             if self._model is None:

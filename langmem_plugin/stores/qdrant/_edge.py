@@ -287,10 +287,11 @@ class EdgeEngine:
 
     def _room_for(self, call: EngineCall) -> None:
         """Before a write: refuse it (:class:`StoreFullError`) unless the file system has room for it
-        (:mod:`._space`), so the engine never meets a full disk inside a mapped file (SIGBUS)."""
-        free = free_bytes(self.path)
-        needed = write_needs(call, free)
-        if needed is not None and needed > free:
+        (:mod:`._space`), so the engine never meets a full disk inside a mapped file (SIGBUS). A read
+        asks the file system nothing (a search spent more on the statvfs than on its Python)."""
+        room = write_needs(call, self.path)
+        if room is not None and room[0] > room[1]:
+            needed, free = room
             raise full(self.path, free=free, needed=needed, doing=f"apply a write ({type(call).__name__})")
 
     async def aexecute(self, call: EngineCall) -> Any:

@@ -202,6 +202,20 @@ _FILTER_SCHEMAS: dict[str, Any] = {
 }
 
 
+#: The payload indexes every collection of the store has (``_set_up`` adds those missing).
+_CORE_SCHEMAS: tuple[tuple[str, Any], ...] = (
+    ("ns_prefix", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)),
+    ("ns", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False)),
+    ("updated_us", _integer_range()),
+    ("expires_us", _integer_range()),
+    (
+        "indexed",
+        models.IntegerIndexParams(
+            type=models.IntegerIndexType.INTEGER, lookup=True, range=False, enable_hnsw=False
+        ),
+    ),
+)
+
 Request = tuple[str, dict[str, Any], Callable[[Any], Any]]
 
 
@@ -284,12 +298,13 @@ class ClientEngine:
         else:
             self._create()
         if not self.local:  # local mode ignores payload indexes (and warns)
+            # the store's own indexes too, on a collection made by someone else (a cluster's, created
+            # with its shard_number and replication_factor before the store first opened it)
             existing = set(self.client.get_collection(self.collection).payload_schema)
-            for name, kind in self.filter_indexes:
+            wanted = [*_CORE_SCHEMAS, *((name, _FILTER_SCHEMAS[kind]) for name, kind in self.filter_indexes)]
+            for name, schema in wanted:
                 if name not in existing:
-                    self.client.create_payload_index(
-                        self.collection, name, field_schema=_FILTER_SCHEMAS[kind], wait=True
-                    )
+                    self.client.create_payload_index(self.collection, name, field_schema=schema, wait=True)
 
     def _check_version(self) -> None:
         version = self.client.info().version
@@ -315,23 +330,7 @@ class ClientEngine:
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             metadata=self._metadata() if self.embedder is not None else None,
         )
-        self.recorded_embedder = self.embedder
-        if self.local:
-            return  # local mode ignores payload indexes (and warns)
-        schemas: list[tuple[str, Any]] = [
-            ("ns_prefix", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)),
-            ("ns", models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False)),
-            ("updated_us", _integer_range()),
-            ("expires_us", _integer_range()),
-            (
-                "indexed",
-                models.IntegerIndexParams(
-                    type=models.IntegerIndexType.INTEGER, lookup=True, range=False, enable_hnsw=False
-                ),
-            ),
-        ]
-        for name, schema in schemas:
-            self.client.create_payload_index(self.collection, name, field_schema=schema, wait=True)
+        self.recorded_embedder = self.embedder  # the payload indexes: _set_up
 
     def _check(self, info: models.CollectionInfo) -> None:
         vectors = info.config.params.vectors

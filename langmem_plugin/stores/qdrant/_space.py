@@ -159,19 +159,22 @@ def _carried(call: object, *, exact: bool) -> int | None:
     return None
 
 
-def write_needs(call: object, free: int) -> int | None:
-    """The bytes a write ``call`` needs free (:data:`RESERVE` included), or None for a read.
+def write_needs(call: object, path: Path) -> tuple[int, int] | None:
+    """The bytes a write ``call`` needs free (:data:`RESERVE` included) and the bytes free on the
+    file system of ``path``; None for a read (which asks the file system nothing).
 
     Bounded first without encoding anything (a statvfs and some arithmetic: the common case,
-    a file system with room, costs no JSON encoding); encoded only when the bound is above ``free``.
+    a file system with room, costs no JSON encoding); encoded only when the bound is above what is
+    free.
     """
     bound = _carried(call, exact=False)
     if bound is None:
         return None
+    free = free_bytes(path)
     needed = RESERVE + WRITE_FACTOR * bound
     if needed <= free:
-        return needed
-    return RESERVE + WRITE_FACTOR * (_carried(call, exact=True) or 0)
+        return needed, free
+    return RESERVE + WRITE_FACTOR * (_carried(call, exact=True) or 0), free
 
 
 def require(path: Path, needed: int, doing: str) -> None:
