@@ -9,6 +9,7 @@ Hypothesis draws the agent ids (valid and not) and the schedules; examples are k
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -182,3 +183,63 @@ def test_an_agent_id_that_cannot_be_a_label_is_refused_before_anything_is_read(b
     with pytest.raises(ScopeError):
         AgentRules(agents={bad: {"user": "isolated"}})
     assert store.ops_seen == 0
+
+
+def test_coroutines_writing_as_different_agents_at_once_keep_every_write_in_its_place() -> None:
+    store = InMemoryStore()
+    memory = Memory(store, embeddings=FakeEmbeddings(), agents=ISOLATED)
+    agents = ["ada", "bea", "cy"]
+
+    async def save(agent: str, n: int) -> str:
+        tool = next(t for t in memory.agent(agent).tools if t.name == "save_memory")
+        return str(await tool.ainvoke({"content": f"{agent} note {n}"}, CONFIG))
+
+    async def run() -> list[str]:
+        return await asyncio.gather(*(save(agent, n) for n in range(5) for agent in agents))
+
+    answers = asyncio.run(run())
+    assert not [a for a in answers if a.startswith("Error")]
+    for agent in agents:
+        assert sorted(contents(store, own(agent))) == [f"{agent} note {n}" for n in range(5)]
+
+
+def test_workers_fanned_out_from_one_snapshot_read_it_while_the_root_writes() -> None:
+    store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
+    memory = Memory(store, agents=AgentRules(results="isolated"))
+    save = next(t for t in memory.tools if t.name == "save_memory")
+    save.invoke({"content": "The launch fact is March 3"}, CONFIG)
+    snapshot = memory.snapshot(CONFIG)
+    names = ["east", "west"]
+    models = {name: ScriptedChatModel([search(name), f"{name} done"]) for name in names}
+
+    def root_writes(state: MessagesState) -> dict[str, Any]:
+        save.invoke({"content": "The launch fact changed: March 9"}, CONFIG)  # while the workers run
+        return {}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("root_writes", root_writes)
+    for name in names:
+        worker = StateGraph(MemoryState)
+        memory.agent(name).restore(snapshot).add_to(worker, models[name])
+        builder.add_node(name, worker.compile())
+        builder.add_edge(name, END)
+    builder.add_edge("root_writes", END)
+
+    def fan_out(state: MessagesState) -> list[Send]:
+        workers = [Send(name, {"messages": [HumanMessage("What is the launch fact?")]}) for name in names]
+        return [*workers, Send("root_writes", {})]
+
+    builder.add_conditional_edges(START, fan_out, [*names, "root_writes"])
+    builder.compile(checkpointer=InMemorySaver(), store=store).invoke(
+        {"messages": [HumanMessage("go")]}, CONFIG
+    )
+
+    for name in names:
+        found = next(
+            m for m in models[name].calls[-1] if isinstance(m, ToolMessage) and m.name == "search_memory"
+        )
+        assert "March 3" in str(found.content)
+        assert "March 9" not in str(found.content)
+    shared = contents(store, SHARED_USER)
+    assert "The launch fact changed: March 9" in shared
+    assert not [c for c in shared if "done" in c]  # the workers' exchanges: read-only to them, not kept
