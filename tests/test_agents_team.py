@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
@@ -307,6 +309,58 @@ def test_deleting_a_thread_takes_what_sub_agents_kept_of_it() -> None:
     assert [i.namespace for i in store.search(("memories", "agent"))] == [
         ("memories", "agent", "scout", "session", "bob-t")
     ]
+
+
+def _saved_id(messages: list[Any]) -> AIMessage:
+    """The scripted model's next step: promote the memory the last tool answer saved."""
+    saved = next(str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage))
+    return tool_call("promote_memory", id=saved.split()[2])
+
+
+def test_a_sub_agent_called_as_a_tool_promotes_what_it_learned_and_a_teammates_agent_reads_it() -> None:
+    store = InMemoryStore(index=INDEX)
+    memory = _memory(store, layout=MemoryLayout(team=True, agents=AgentRules(user="isolated")))
+    researcher_model = ScriptedChatModel(
+        [
+            tool_call("save_memory", content="The vendor's SLA is 99.9 percent uptime"),
+            _saved_id,
+            "Saved and shared with the team.",
+        ]
+    )
+    researcher = create_agent(
+        researcher_model, tools=memory.tools, middleware=[memory.middleware()], name="researcher"
+    )
+
+    @tool
+    def research(question: str, config: RunnableConfig) -> str:
+        """Ask the researcher sub-agent."""
+        out = researcher.invoke({"messages": [HumanMessage(question)]}, config)
+        return str(out["messages"][-1].content)
+
+    main = create_agent(
+        ScriptedChatModel([tool_call("research", question="What is the vendor's SLA?"), "Done."]),
+        tools=[*memory.tools, research],
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
+    main.invoke({"messages": [HumanMessage("Find the vendor's SLA")]}, ALICE)
+
+    promoted = researcher_model.calls[2][-1]
+    assert isinstance(promoted, ToolMessage)
+    assert str(promoted.content).startswith("Promoted memory"), promoted.content
+    (copy,) = _team(store)
+    metadata = copy.value["metadata"]
+    assert (metadata["promoted_by_user"], metadata["promoted_by_agent"]) == ("alice", "researcher")
+    assert json.loads(metadata["promoted_from"]) == ["memories", "agent", "researcher", "user", "alice"]
+
+    # bob's agent, in the same team, is shown it; carol's, in another team, is not
+    for config, shown in ((BOB, True), (CAROL, False)):
+        model = ScriptedChatModel(["Noted."])
+        teammate = create_agent(model, tools=memory.tools, middleware=[memory.middleware()], store=store)
+        teammate.invoke({"messages": [HumanMessage("What uptime does the vendor promise?")]}, config)
+        system = str(model.calls[0][0].content)
+        assert ("99.9 percent" in system) is shown, config
 
 
 # -- refused, with nothing written ------------------------------------------------------------------
