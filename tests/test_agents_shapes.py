@@ -101,7 +101,9 @@ def test_a_supervisor_and_two_workers_each_see_and_write_what_their_rules_say(st
     out = app.invoke({"messages": [HumanMessage("Plan my trip: which seat for the trip?")]}, CONFIG)
 
     assert out["messages"][-1].content == "Your trip is planned."
-    # what hotels saw: the user's memory (read-only to it), recalled when it was handed the conversation
+    # what each worker saw: flights its own user memory (nothing of the user's), hotels the user's
+    # (read-only to it), each recalled when it was handed the conversation
+    assert "aisle seat" not in prompt(flights_model)
     assert "aisle seat" in prompt(hotels_model)
     # hotels wrote nothing: its save was refused with an error it can act on, its search did not
     # reach flights' own memory
@@ -135,6 +137,23 @@ def test_a_create_agent_worker_handed_the_conversation_recalls(store: InMemorySt
     )
     app.invoke({"messages": [HumanMessage("Which seat for my trip?")]}, CONFIG)
     assert "aisle seat" in prompt(worker_model)
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_create_supervisor_runs_the_supervisor_as_the_sub_agent_supervisor(store: InMemoryStore) -> None:
+    from langgraph_supervisor import create_supervisor
+
+    memory = _memory(store, AgentRules(agents={"supervisor": {"user": "isolated"}}))
+    worker = create_agent(ScriptedChatModel(["Done."]), tools=memory.tools, name="flights")
+    supervisor_model = ScriptedChatModel(
+        [tool_call("save_memory", content="Routing: flights first"), "Planned."]
+    )
+    app = create_supervisor([worker], model=supervisor_model, tools=memory.tools).compile(
+        checkpointer=InMemorySaver(), store=store
+    )
+    app.invoke({"messages": [HumanMessage("Plan my trip")]}, CONFIG)
+    assert contents(store, private("supervisor")) == ["Routing: flights first"]
+    assert contents(store, SHARED_USER) == []
 
 
 # -- 2. a swarm: agents hand off to each other (langgraph-swarm) ---------------------------------
