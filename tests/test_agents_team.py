@@ -425,14 +425,20 @@ def test_an_exchange_is_not_promoted_and_a_sub_agents_promotion_names_it() -> No
     assert (entry.agent, entry.details and entry.details["by_agent"]) == ("writer", "writer")
 
 
-def test_apromote_is_promote() -> None:
+def test_apromote_and_the_tools_coroutine_are_promote() -> None:
     store = InMemoryStore(index=INDEX)
     memory = _memory(store)
-    fact = _save(_tools(memory, store), ALICE, "Standup is at nine")
+    graph = _tools(memory, store)
+    fact = _save(graph, ALICE, "Standup is at nine")
     promoted = asyncio.run(memory.apromote(fact, ALICE))
     assert promoted.outcome == "promoted"
     assert asyncio.run(memory.apromote(fact, ALICE)).outcome == "already"
-    assert len(_team(store)) == 1
+    other = _save(graph, ALICE, "Retro is on Fridays")
+    out = asyncio.run(graph.ainvoke({"messages": [tool_call("promote_memory", id=other)]}, ALICE))
+    assert str(out["messages"][-1].content).startswith(f"Promoted memory {other}")
+    refused = asyncio.run(graph.ainvoke({"messages": [tool_call("promote_memory", id=other)]}, BOB))
+    assert str(refused["messages"][-1].content).startswith("Error: no memory of yours")
+    assert len(_team(store)) == 2
 
 
 def test_eight_promotions_of_one_memory_at_once_make_one_copy_and_one_promote_entry() -> None:
