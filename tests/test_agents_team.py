@@ -34,6 +34,7 @@ from langmem_plugin.errors import (
     CompartmentError,
     ConfigurationError,
     EmbeddingsError,
+    InvalidRecordError,
     MemoryNotFoundError,
     ScopeError,
 )
@@ -402,7 +403,7 @@ def test_what_is_not_the_callers_is_refused_with_an_error_the_model_can_act_on_a
     assert _everything(store) == before
 
 
-def test_an_exchange_is_not_promoted_and_a_sub_agents_promotion_names_it() -> None:
+def test_no_exchange_summary_or_superseded_memory_is_promoted_and_a_sub_agents_promotion_names_it() -> None:
     store = InMemoryStore(index=INDEX)
     memory = _memory(store)
     builder = StateGraph(MemoryState)
@@ -415,6 +416,21 @@ def test_an_exchange_is_not_promoted_and_a_sub_agents_promotion_names_it() -> No
     answer = _call(_tools(memory, store), ALICE, "promote_memory", id=episode.key)
     assert answer.startswith("Error:"), answer
     assert "past exchange" in answer
+    assert _team(store) == []
+
+    scope = Scope.from_config(ALICE)
+    summary = execute(
+        store, save_steps(scope, TEAM, "Alice and Bob agreed", kind="summary", compartment="session")
+    )
+    stale = execute(
+        store,
+        save_steps(
+            scope, TEAM, "Beta ships Monday", metadata={"invalid_at": "2026-01-01", "superseded_by": "m2"}
+        ),
+    )
+    for refused, said in ((summary.id, "a summary"), (stale.id, "superseded by memory 'm2'")):
+        with pytest.raises(InvalidRecordError, match=said):
+            memory.promote(refused, ALICE)
     assert _team(store) == []
 
     writer = memory.agent("writer")

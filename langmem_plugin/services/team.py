@@ -15,7 +15,8 @@ promoted it, when). The copy's key is derived from where the original is, so pro
 keeps one copy (refreshed when the original changed). Refused, with nothing written: an id that
 is not among the caller's own memories (another user's, another agent's private one:
 ``MemoryNotFoundError``), an id of team memory itself, and a memory the caller's agent may only
-read (``AgentAccessError``); a past exchange (an episode) is not promoted.
+read (``AgentAccessError``); a past exchange (an episode) or a conversation summary, which
+quote whoever spoke, is not promoted.
 
 The promotion is one batch: the copy and two history entries in the promoter's history
 (:mod:`~langmem_plugin.services.history`), one under the original's id and one under the copy's
@@ -118,7 +119,8 @@ def promote_steps(
             memory is not the caller's); nothing is written.
         AgentAccessError: the id is team memory already, or the memory is in a compartment the
             caller's agent may only read; nothing is written.
-        InvalidRecordError: the memory is a past exchange, or superseded; nothing is written.
+        InvalidRecordError: the memory is a past exchange or a summary, or superseded; nothing is
+            written.
         MemoryLimitError: the team memory is full.
     """
     team = layout.namespace(Compartment.TEAM, scope)
@@ -185,10 +187,12 @@ def _check_promotable(scope: Scope, layout: MemoryLayout, memory: StoredMemory) 
             agent=scope.agent or "",
             compartment=memory.compartment.value,
         )
-    if memory.record.kind is MemoryKind.EPISODE:
+    if memory.record.kind in (MemoryKind.EPISODE, MemoryKind.SUMMARY):
+        what = "a past exchange" if memory.record.kind is MemoryKind.EPISODE else "a summary"
         raise InvalidRecordError(
-            f"memory {memory.id!r} is a past exchange of the conversation, which is not promoted. "
-            "Nothing was written. Fix: save the fact it states (save_memory), then promote that memory.",
+            f"memory {memory.id!r} is {what} of the conversation (it quotes whoever spoke in it), "
+            "which is not promoted. Nothing was written. Fix: save the fact it states (save_memory), "
+            "then promote that memory.",
             field="kind",
         )
     if not is_current(memory.record):
