@@ -95,7 +95,7 @@ def test_a_supervisor_and_two_workers_each_see_and_write_what_their_rules_say(st
     hotels_graph = StateGraph(MemoryState)  # a worker of your own: recall → model → tools → remember
     memory.add_to(hotels_graph, hotels_model)
     hotels = hotels_graph.compile(name="hotels")
-    app = create_supervisor([flights, hotels], model=supervisor_model, tools=memory.tools).compile(
+    app = create_supervisor([flights, hotels], model=supervisor_model, tools=list[Any](memory.tools)).compile(
         checkpointer=InMemorySaver(), store=store
     )
     out = app.invoke({"messages": [HumanMessage("Plan my trip: which seat for the trip?")]}, CONFIG)
@@ -148,7 +148,7 @@ def test_create_supervisor_runs_the_supervisor_as_the_sub_agent_supervisor(store
     supervisor_model = ScriptedChatModel(
         [tool_call("save_memory", content="Routing: flights first"), "Planned."]
     )
-    app = create_supervisor([worker], model=supervisor_model, tools=memory.tools).compile(
+    app = create_supervisor([worker], model=supervisor_model, tools=list[Any](memory.tools)).compile(
         checkpointer=InMemorySaver(), store=store
     )
     app.invoke({"messages": [HumanMessage("Plan my trip")]}, CONFIG)
@@ -282,7 +282,7 @@ def _subgraph_app(
 ) -> tuple[Any, ScriptedChatModel, ScriptedChatModel, str]:
     memory = _memory(store, rules, context=ContextConfig(results=ResultsConfig()))
     fetch = tool_call("fetch_page", url="https://example.org")
-    rid = result_id(fetch.tool_calls[0]["id"])
+    rid = result_id(str(fetch.tool_calls[0]["id"]))
     inner_model = ScriptedChatModel([fetch, "The page lists 300 facts."])
     inner = StateGraph(MemoryState)
     memory.add_to(inner, inner_model, tools=[fetch_page])
