@@ -14,7 +14,9 @@ store:
   tools answer with an error it can act on, its turns write no episode there), and the store
   view itself refuses a write there with :class:`~langmem_plugin.errors.AgentAccessError`;
 - every other namespace (agent knowledge, the sub-agent's own compartments, the package's
-  bookkeeping) is the run's store, read and written as usual.
+  bookkeeping) is the run's store, read and written as usual;
+- a search from a prefix that spans the snapshot's compartments and others (``("memories",)``,
+  as the inspector's catalog reads) raises ``ConfigurationError``: inspect with the root's memory.
 
 Search in the snapshot's namespaces: BM25 over the frozen memories, and the store's own dense
 candidates for the same query kept only where the memory is the snapshot's, unchanged since it was
