@@ -464,10 +464,11 @@ def _as_run_agent(
 ) -> Scope:
     """``scope`` with the agent the run says it is (module :mod:`langmem_plugin.services.agents`).
 
-    At the top of the graph the agent is the config's or context's ``agent``. Inside a subgraph — a compiled graph as a node, an agent
-    invoked in a tool — the run is a sub-agent: its name is the nearest ``create_agent(name=...)``
-    (``lc_agent_name``), else the path of the subgraph's node names (``"team/writer"``); the
-    ``agent`` the parent's config carries names the root, not it.
+    At the top of the graph the agent is the config's or context's ``agent``. Inside a subgraph —
+    a compiled graph as a node, an agent invoked in a tool — the run is a sub-agent: its name is
+    the nearest ``create_agent(name=...)`` (``lc_agent_name``), else the path of the subgraph's
+    node names (``"team/writer"``); the ``agent`` the parent's config carries names the root,
+    not it.
     """
     places = [(config or {}).get("metadata") or {}, metadata or {}, (config or {}).get("configurable") or {}]
     namespace = next(

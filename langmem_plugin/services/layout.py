@@ -232,7 +232,11 @@ class MemoryLayout:
             )
         used = [c for c in STORED_COMPARTMENTS if c is not Compartment.TEAM or self.team]
         places = [(c.value, namespaces[c]) for c in used]
-        places += [(f"{c.value} (a sub-agent's own)", _private(namespaces[c])) for c in _PRIVATE]
+        places += [  # a sub-agent's own, where the rules give one
+            (f"{c.value} (a sub-agent's own)", _private(namespaces[c]))
+            for c in _PRIVATE
+            if self.agents.isolates(c.value)
+        ]
         for i, (one, first) in enumerate(places):  # no id of one may reach another's namespace
             for two, second in places[i + 1 :]:
                 if templates_may_meet(first, second):
