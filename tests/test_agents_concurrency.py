@@ -72,15 +72,16 @@ def search(agent: str) -> AIMessage:
 # -- Send fan-out: subgraphs in one superstep, each writing in parallel --------------------------
 
 
-def test_workers_fanned_out_with_send_write_and_read_only_their_own() -> None:
+@pytest.mark.parametrize("parent", [MessagesState, MemoryState], ids=["messages", "memory-state"])
+def test_workers_fanned_out_with_send_write_and_read_only_their_own(parent: type[Any]) -> None:
     store = InMemoryStore(index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["content"]})
     memory = Memory(store, agents=ISOLATED)
     names, n = ["alpha", "beta", "gamma"], 6
     models = {name: ScriptedChatModel([saves(name, n), search(name), f"{name} done"]) for name in names}
 
-    # the parent holds the conversation only: workers running in one superstep would each write
-    # their own memory_prompt / memory_context into a MemoryState parent (one value per step)
-    builder = StateGraph(MessagesState)
+    # a MemoryState parent takes the memory_prompt / memory_context each worker writes in the
+    # same superstep (the last one written), as a MessagesState parent holds none of them
+    builder = StateGraph(parent)
     for name in names:  # each worker a compiled subgraph: the agent named by its node
         worker = StateGraph(MemoryState)
         memory.add_to(worker, models[name])

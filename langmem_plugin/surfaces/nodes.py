@@ -51,13 +51,20 @@ from langmem_plugin.surfaces._tool_output import acontain_tool_call, contain_too
 __all__ = ["MemoryState", "ModelNode", "RecallNode", "RememberNode", "ResultsNode", "add_memory_agent"]
 
 
+def latest(current: Any, update: Any) -> Any:
+    """The value written last: several agents (workers fanned out with ``Send``, subgraphs side
+    by side) may each recall in one step; each model call reads the prompt its own recall made."""
+    return update
+
+
 class MemoryState(MessagesState, total=False):
     """Graph state with memory's keys; extend it with your own.
 
     Attributes:
-        memory_prompt: the fenced context recall built for the next model call.
+        memory_prompt: the fenced context recall built for the next model call (the last one
+            written, when parallel agents each recall in one step).
         memory_context: what recall injected (query, ids, scores, tokens per section) and
-            what remember stored.
+            what remember stored (likewise the last one written).
         run_memory: notes of this run (strings; a sub-agent's own are ``{"content", "agent"}``),
             always injected, cleared when the run ends; the ``add_run_note`` tool appends to it (its
             reducer keeps parallel calls in order).
@@ -69,8 +76,8 @@ class MemoryState(MessagesState, total=False):
             (:mod:`langmem_plugin.services.context.summary`).
     """
 
-    memory_prompt: str
-    memory_context: dict[str, Any]
+    memory_prompt: Annotated[str, latest]
+    memory_context: Annotated[dict[str, Any], latest]
     run_memory: Annotated[list[RunNoteEntry], run_notes_reducer]
     plan: Annotated[Plan | None, plan_reducer]
     tool_results: Annotated[dict[str, Any], keep_first]
