@@ -386,6 +386,10 @@ def test_what_is_not_the_callers_is_refused_with_an_error_the_model_can_act_on_a
         (auditor, ALICE, alices, "may only read"),  # read-only to the agent
         (graph, DAVE, alices, "belongs to no team"),  # the run names no team
     ]
+    for smuggled in ({"team_id": "globex"}, {"agent": "scout"}, {"user_id": "bob"}):  # never the model's
+        answer = _call(graph, ALICE, "promote_memory", id=alices, **smuggled)
+        assert answer.startswith("Error:"), answer
+        assert "unknown argument" in answer, answer
     for graph_, config, memory_id, said in cases:
         answer = _call(graph_, config, "promote_memory", id=memory_id)
         assert answer.startswith("Error:"), (memory_id, answer)
@@ -506,6 +510,27 @@ class _Failing:
 
 
 RUN_BATCH = store_steps.run_batch
+
+
+@pytest.mark.parametrize("kind", ["in-memory", "qdrant", "checkpointer-sqlite"])
+def test_a_forget_whose_write_fails_keeps_the_original_and_its_copies_and_a_retry_takes_them(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(kind, request, tmp_path, INDEX) as store:
+        memory = _memory(store)
+        fact = _save(_tools(memory, store), ALICE, "The printer on floor 2 jams on A3")
+        memory.promote(fact, ALICE)
+        memory.promote(fact, _config("alice", "globex", "alice-t"))  # in both of alice's teams
+        assert len(_team(store)) == len(_team(store, "globex")) == 1
+        before = _everything(store)
+        monkeypatch.setattr(store_steps, "run_batch", _Failing(1))
+        with pytest.raises(OSError, match="injected"):
+            memory.forget(fact, ALICE)
+        monkeypatch.setattr(store_steps, "run_batch", RUN_BATCH)
+        assert _everything(store) == before  # one batch: all of it, or none
+        memory.forget(fact, ALICE)
+        assert _team(store) == []
+        assert _team(store, "globex") == []
 
 
 @pytest.mark.parametrize("kind", ["in-memory", "checkpointer-sqlite"])
