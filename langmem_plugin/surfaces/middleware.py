@@ -43,6 +43,7 @@ from langmem_plugin.services.context import (
     ConversationSummary,
     RunNoteEntry,
     keep_first,
+    latest,
     run_notes_reducer,
     summary_reducer,
 )
@@ -72,8 +73,8 @@ __all__ = ["MemoryAgentState", "MemoryMiddleware"]
 class MemoryAgentState(AgentState[Any]):
     """``create_agent``'s state plus memory's keys."""
 
-    memory_prompt: NotRequired[str]
-    memory_context: NotRequired[dict[str, Any]]
+    memory_prompt: Annotated[NotRequired[str], latest]
+    memory_context: Annotated[NotRequired[dict[str, Any]], latest]
     run_memory: Annotated[NotRequired[list[RunNoteEntry]], run_notes_reducer]
     plan: NotRequired[Annotated[Plan | None, plan_reducer]]
     tool_results: Annotated[NotRequired[dict[str, Any]], keep_first]

@@ -40,6 +40,7 @@ from langmem_plugin.services.context import (
     ConversationSummary,
     RunNoteEntry,
     keep_first,
+    latest,
     run_notes_reducer,
     summary_reducer,
 )
@@ -49,12 +50,6 @@ from langmem_plugin.surfaces._runtime import resolve_scope_and_store
 from langmem_plugin.surfaces._tool_output import acontain_tool_call, contain_tool_call
 
 __all__ = ["MemoryState", "ModelNode", "RecallNode", "RememberNode", "ResultsNode", "add_memory_agent"]
-
-
-def latest(current: Any, update: Any) -> Any:
-    """The value written last: several agents (workers fanned out with ``Send``, subgraphs side
-    by side) may each recall in one step; each model call reads the prompt its own recall made."""
-    return update
 
 
 class MemoryState(MessagesState, total=False):

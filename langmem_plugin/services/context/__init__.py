@@ -16,7 +16,13 @@ Other rooms import from here only (``tests/test_package.py`` pins it).
 
 from __future__ import annotations
 
-from langmem_plugin.services.context.config import DEFAULT_KEYS, ContextConfig, StateKeys, WindowConfig
+from langmem_plugin.services.context.config import (
+    DEFAULT_KEYS,
+    ContextConfig,
+    StateKeys,
+    WindowConfig,
+    latest,
+)
 from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
 from langmem_plugin.services.context.results import (
     RESULT_TOOL_NAMES,
@@ -92,6 +98,7 @@ __all__ = [
     "get_result_steps",
     "head_tokens",
     "keep_first",
+    "latest",
     "list_results_steps",
     "message_blocks",
     "notes_before",

@@ -9,12 +9,20 @@ memory) and :class:`StateKeys` (where in graph state each of them lives).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.context.results import ResultsConfig
 from langmem_plugin.services.context.summary import SummaryConfig
 
-__all__ = ["DEFAULT_KEYS", "ContextConfig", "StateKeys", "WindowConfig"]
+__all__ = ["DEFAULT_KEYS", "ContextConfig", "StateKeys", "WindowConfig", "latest"]
+
+
+def latest(current: Any, update: Any) -> Any:
+    """The reducer of ``memory_prompt`` and ``memory_context``: the value written last. Several
+    agents (workers fanned out with ``Send``, subgraphs side by side) may each recall in one step;
+    each model call read the prompt its own recall made."""
+    return update
 
 
 @dataclass(frozen=True)
