@@ -39,3 +39,30 @@ def test_locomo_history_and_measure(tmp_path: Path) -> None:
     runs = measure_import(history, FakeEmbeddings(dims=384), batch_sizes=(8, 1), workdir=tmp_path)
     assert [(r.batch_size, r.report.turns, r.report.written) for r in runs] == [(8, 3, 3), (1, 3, 3)]
     assert "turns/s" in runs[0].line()
+
+
+def test_word_pieces_hold_every_word_once_in_200_token_pieces() -> None:
+    from tokenizers import Tokenizer
+
+    from langmem_plugin.bench.import_history import word_pieces
+    from langmem_plugin.core.onnx_session import default_tokenizer_path
+
+    text = " ".join(f"word{n} is the {n}th of many." for n in range(400))
+    pieces = word_pieces(text)
+    tokenizer = Tokenizer.from_file(str(default_tokenizer_path()))
+    tokenizer.no_truncation()
+    sizes = [len(tokenizer.encode(p, add_special_tokens=False).ids) for p in pieces]
+    assert all(abs(s - 200) <= 2 for s in sizes[:-1])
+    assert 0 < sizes[-1] <= 202
+    assert "".join("".join(p.split()) for p in pieces) == "".join(text.split())  # each character once
+
+
+def test_the_stream_bench_reports_each_chat_with_its_rss(tmp_path: Path) -> None:
+    from langmem_plugin.bench.import_history import measure_stream
+
+    lines: list[str] = []
+    seen = measure_stream(3, exchanges=5, workdir=tmp_path, progress=lines.append)
+    assert [turns for turns, _, _ in seen] == [5, 10, 15]
+    assert all(rss > 10 for _, _, rss in seen)
+    assert len(lines) == 3
+    assert lines[-1].startswith("3 conversations, 15 turns")
