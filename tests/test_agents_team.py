@@ -275,6 +275,9 @@ def test_forget_about_and_forget_user_reach_every_copy_and_the_users_memory_in_e
     assert not [k for k in left if "alice" in json.dumps(k) and k[0] != INTENTS]
     assert not [k for k, v in left.items() if "heron" in json.dumps(v) or "portal" in json.dumps(v)]
     assert any(k[0] == ("memories", "user", "bob") for k in left)
+    # a memory whose layout has no team compartment now still takes a forgotten user's copies
+    Memory(store).forget_user("bob")
+    assert _team(store) == []
 
 
 def test_clear_memory_takes_the_copies_of_what_it_clears_in_its_batch() -> None:

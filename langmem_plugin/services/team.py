@@ -40,7 +40,7 @@ from typing import Literal
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
-from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys
+from langmem_plugin.core.scope import NamespaceTemplate, Scope, template_keys, templates_may_meet
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import AgentAccessError, InvalidRecordError, MemoryNotFoundError, ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change
@@ -299,11 +299,21 @@ def team_copies_steps(
 
 
 def promoted_by_steps(layout: MemoryLayout, user_id: str) -> StoreSteps[list[Item]]:
-    """Every team copy ``user_id`` promoted, in any team; none when the layout has no team."""
-    if not layout.team:
+    """Every team copy ``user_id`` promoted, in any team — looked for even when the layout has no
+    team compartment now (a user forgotten is forgotten wherever a layout once promoted them),
+    unless the team's template would then reach another compartment's namespaces."""
+    if not layout.team and _meets_another(layout):
         return []
     items = yield from _team_items_steps(layout, {"promoted_by_user": user_id})
     return [i for i in items if (record := read_record(i)) is not None and _promoter(record) == user_id]
+
+
+def _meets_another(layout: MemoryLayout) -> bool:
+    """Whether the team's template could fill like another compartment's (checked only when the
+    layout has a team compartment: :class:`~langmem_plugin.services.layout.MemoryLayout`)."""
+    team = layout.template(Compartment.TEAM)
+    others = [layout.template(c) for c in Compartment if c not in (Compartment.TEAM, Compartment.RUN)]
+    return any(templates_may_meet(team, other) for other in others)
 
 
 def _promoter(record: MemoryRecord) -> str | None:
