@@ -25,6 +25,7 @@ rows serve the ranker that scores them (:mod:`.learned`) and the script that tra
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -69,9 +70,13 @@ FEATURES: tuple[str, ...] = (
 _WORDS = BM25Encoder()
 _NAME = re.compile(r"(?<![\w'])[A-Z][\w'-]+")
 _LIFTS = ("neighbours", "group", "time", "speaker")
+_TEXTS_KEPT = 4096
 
 
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
 def _terms(text: str) -> frozenset[int]:
+    """The lexical terms of ``text`` (the texts of the last :data:`_TEXTS_KEPT` seen are kept:
+    the same memories come back question after question)."""
     return frozenset(_WORDS.encode_query(text).indices) if text else frozenset()
 
 
@@ -128,7 +133,8 @@ def candidate_features(query: str, hits: Sequence[RetrievedItem], now: datetime)
     terms = [_terms(text) for text in contents]
     top = sorted(range(n), key=lambda i: -fused[i])[:TOP]
     top_keys = {hits[i].key for i in top}
-    top_groups = [_group(metas[i]) for i in top]
+    top_groups = {i: _group(metas[i]) for i in top}
+    everyone = frozenset().union(*(terms[i] for i in top))  # the best candidates' words
     newest = max(dates)
     rows: list[list[float]] = []
     for i, hit in enumerate(hits):
@@ -137,16 +143,14 @@ def candidate_features(query: str, hits: Sequence[RetrievedItem], now: datetime)
             if name in lifts:
                 lifts[name] += value
         mine = terms[i]
-        others: set[int] = set()
-        for j in top:
-            if j != i:
-                others |= terms[j]
+        others = everyone if i not in top_groups else frozenset().union(*(terms[j] for j in top if j != i))
+        told = mine - asked
         shared = len(mine & others) / (len(mine) + 1)
-        bridge = len((mine - asked) & (others - asked)) / (len(mine - asked) + 1)
+        bridge = len(told & (others - asked)) / (len(told) + 1)
         meta = metas[i]
         around = str(meta.get("neighbours") or "").split()
         group = _group(meta)
-        in_top = [g for j, g in zip(top, top_groups, strict=True) if j != i]
+        in_top = [g for j, g in top_groups.items() if j != i]
         rows.append(
             [
                 hit.score,

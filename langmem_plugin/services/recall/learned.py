@@ -1,23 +1,23 @@
 """The learned ranker: a small model over the signals recall already computes, shipped as a file.
 
-``RecallConfig(ranker="learned")`` reads a pool twice the size of what fusion keeps
-(:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor into its
-features (:mod:`.features`: the dense and lexical scores and places, the lifts, how much of the
-question and of the other best candidates it covers, its length, its place in its session, its
-age) and orders the pool by :class:`LearnedRanker`'s score instead of the fused score; the best
-``RecallConfig.candidates`` of each namespace go on to ranking and fitting as before, the model's
-score standing for the relevance.
+By default (``RecallConfig(ranker=None)``, or ``"learned"``) recall reads a pool twice the size
+fusion reads (:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor
+into its features (:mod:`.features`: the dense and lexical scores and places, the lifts, how much
+of the question and of the other best candidates it covers, its length, its place in its session,
+its age) and orders the pool by :class:`LearnedRanker`'s score instead of the fused score; the
+best ``RecallConfig.candidates`` of each namespace go on to ranking and fitting as before, the
+model's score standing for the relevance. ``RecallConfig(ranker="fusion")`` orders by the fused
+score alone.
 
 The model is a logistic function of the features (linear, or a sum of small gradient-boosted
-trees), read from a JSON file: the one in
-this package (``ranker.json``, :data:`DEFAULT_MODEL`), or one trained on your own conversations with
-``python -m langmem_plugin.bench.train_ranker`` and passed as
-``RecallConfig(ranker=LearnedRanker.load(path))``.
-Scoring is a product of small arrays: nothing downloads, nothing is random.
+trees), read from a JSON file: the one in this package (``ranker.json``, :data:`DEFAULT_MODEL`),
+or one trained on your own conversations with ``python -m langmem_plugin.bench.train_ranker`` and
+passed as ``RecallConfig(ranker=LearnedRanker.load(path))``. Scoring is a few operations on small
+arrays: nothing downloads, nothing is random.
 
 >>> ranker = LearnedRanker.load()
->>> len(ranker.features) == len(ranker.weights)
-True
+>>> ranker.kind in ("logistic", "trees"), len(ranker.score([[0.0] * len(ranker.features)]))
+(True, 1)
 """
 
 from __future__ import annotations
@@ -169,12 +169,11 @@ def tree_outputs(x: np.ndarray, feature: np.ndarray, threshold: np.ndarray, valu
     """The sum over complete trees in heap order (``feature`` and ``threshold``: trees x inner nodes;
     ``value``: trees x leaves) of the leaf each row of ``x`` reaches (``x[f] <= threshold``: left)."""
     trees, inner = feature.shape
-    node = np.zeros((len(x), trees), dtype=np.int64)
-    rows, cols = np.arange(len(x))[:, None], np.arange(trees)[None, :]
-    while inner and (node < inner).all():
-        left = x[rows, feature[cols, node]] <= threshold[cols, node]
-        node = 2 * node + np.where(left, 1, 2)
-    out: np.ndarray = value[cols, node - inner].sum(axis=1)
+    goes_left = (x[:, feature.ravel()] <= threshold.ravel()).reshape(len(x), trees, inner)
+    node = np.zeros((len(x), trees, 1), dtype=np.intp)
+    for _ in range((inner + 1).bit_length() - 1):  # the depth
+        node = 2 * node + 2 - np.take_along_axis(goes_left, node, axis=2)
+    out: np.ndarray = value[np.arange(trees), node[:, :, 0] - inner].sum(axis=1)
     return out
 
 

@@ -3,8 +3,8 @@
 - :func:`search_candidates`: one search per compartment's namespace, all in one request to the
   store (the fused search of :mod:`.retrieval`, or the store's own), with the similarity floor and
   the scores a memory inherits from its source exchange (:mod:`.sources`);
-- :func:`pool_steps`: the pool a learned ranker reads (twice the fused candidates recall keeps, so
-  that it can bring back what fusion ranked out) with each candidate's features
+- :func:`pool_steps`: the pool a learned ranker reads (:func:`pool_limit`: twice the candidates of
+  each list, so that it can bring back what fusion ranked out) with each candidate's features
   (:mod:`.features`): what ``RecallConfig(ranker="learned")`` ranks, and what the training script
   (``python -m langmem_plugin.bench.train_ranker``) dumps.
 """
@@ -35,8 +35,8 @@ __all__ = ["Pool", "pool_limit", "pool_steps", "ranked_pool", "search_candidates
 
 
 def pool_limit(retrieval: RetrievalConfig) -> int:
-    """How many fused candidates per namespace a learned ranker reads: the whole union of the dense
-    and the lexical lists (``candidates`` each)."""
+    """How many candidates per namespace a learned ranker reads: twice ``candidates``, asked of each
+    list (dense and lexical) and kept, by the fused score, of their union."""
     return 2 * retrieval.candidates
 
 
