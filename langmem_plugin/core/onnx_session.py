@@ -257,7 +257,7 @@ def load_model(model_path: str, tokenizer_path: str, threads: int, quantized: bo
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         # Threads wait passively: spinning ones take the cores their siblings (and other
-        # processes) need, which cost a third of the throughput on a loaded 2-core machine.
+        # processes) need: slower on a loaded machine (docs/benchmarks.md, "Importing a year of chats").
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # BASIC folds the model's int8 -> float weight casts and fuses what matters; EXTENDED and
         # ALL (attention and layer-norm fusions) were no faster here, on short or long texts.
