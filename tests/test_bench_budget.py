@@ -19,7 +19,7 @@ from langmem_plugin.bench.locomo.budget import (
     run_budget_curve,
 )
 from langmem_plugin.cli import main
-from langmem_plugin.services.recall import FIT_SHAPED
+from langmem_plugin.services.recall import FIT_BEFORE, FIT_SHAPED
 from langmem_plugin.testing import FakeEmbeddings
 
 WORDS = [
@@ -103,7 +103,8 @@ def test_each_row_is_its_preset_at_the_budget() -> None:
     fast = curve_config("fast", 400).retrieval
     assert fast is not None
     assert fast.candidates == 30
-    assert curve_config("fit shaped", 1000).fit == FIT_SHAPED
+    assert curve_config("fit before", 1000).fit == FIT_BEFORE
+    assert curve_config("default", 1000).fit == FIT_SHAPED
 
 
 def test_the_command_prints_the_curve(data: Path, capsys: pytest.CaptureFixture[str]) -> None:

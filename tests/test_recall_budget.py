@@ -211,16 +211,24 @@ def test_near_duplicates_take_one_slot_and_the_same_words_another_day_take_two()
     assert fitter.add(_stored("Sam's sister Ana lives in Porto, and she teaches the piano!", "b")) is None
     assert fitter.refusal == "duplicate"
     assert fitter.add(_stored("Ana lives in Porto.", "c")) is not None  # a part of it: not a near duplicate
-    swim = "I went swimming in the cold lake today."
-    assert fitter.add(_stored(swim, "d", kind=MemoryKind.EPISODE, day=2)) is not None
-    assert fitter.add(_stored("Went swimming in the cold lake today!", "e", kind=MemoryKind.EPISODE, day=9))
-    assert (
-        fitter.add(_stored("Went swimming in the lake today, cold!", "f", kind=MemoryKind.EPISODE, day=9))
-        is None
-    )
+    episode = MemoryKind.EPISODE
+    swim = "I went swimming in the cold lake with Ana before breakfast today."
+    assert fitter.add(_stored(swim, "d", kind=episode, day=2)) is not None
+    again = "Went swimming in the cold lake with Ana before breakfast today!"
+    assert fitter.add(_stored(again, "e", kind=episode, day=9)) is not None  # another day: another swim
+    same_day = "Went swimming in the lake with Ana today, before breakfast, cold!"
+    assert fitter.add(_stored(same_day, "f", kind=episode, day=9)) is None
     before = MemoriesFitter(550, None, "Where does Ana live?", FIT_BEFORE)
     before.add(_stored("Sam's sister Ana lives in Porto and teaches piano.", "a"))
     assert before.add(_stored("Sam's sister Ana lives in Porto, and she teaches the piano!", "b")) is not None
+
+
+def test_a_question_and_the_answer_it_asks_about_are_not_near_duplicates() -> None:
+    fitter = MemoriesFitter(550, None, "Which tea do I like?", FIT_SHAPED)
+    asked = _stored("User: Which tea do I like?\nAssistant: Noted!", "q", kind=MemoryKind.EPISODE)
+    said = _stored("User: I like green tea\nAssistant: Noted!", "a", kind=MemoryKind.EPISODE)
+    assert fitter.add(asked) is not None
+    assert fitter.add(said) is not None  # the same words, but too few to call it a repeat
 
 
 @pytest.fixture(scope="module")

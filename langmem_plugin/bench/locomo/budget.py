@@ -9,11 +9,12 @@ ranked from 20 candidates, a recall injects at most 20 items however large its b
 share of evidence turns injected (mean over questions, as the product row counts it) and the
 tokens of the prompt injected (cl100k, mean over questions).
 
-The rows are the presets of :meth:`~langmem_plugin.RecallConfig.preset` and ``fit shaped``: the
-default with the budget spent by question shape (:data:`~langmem_plugin.services.recall.FIT_SHAPED`:
-a question that aggregates or hops gets more and shorter items), so the curve shows what that
-fitting gives at every budget. :data:`ANCHORS` are what other memory systems inject per question (their
-own figures, not measured here), printed beside the curve.
+The rows are the presets of :meth:`~langmem_plugin.RecallConfig.preset` and ``fit before``: the
+default with the budget spent as before :class:`~langmem_plugin.services.recall.FitConfig`
+(:data:`~langmem_plugin.services.recall.FIT_BEFORE`: one share for every question), so the curve
+shows what spending it by the question's shape gives at every budget. :data:`ANCHORS` are what
+other memory systems inject per question (their own figures, not measured here), printed beside
+the curve.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ __all__ = [
 
 #: The totals (prompt tokens injected) the curve is measured at.
 CURVE_BUDGETS: tuple[int, ...] = (200, 400, 600, 1000, 2000)
-#: The rows: each preset of ``RecallConfig.preset``, and the default fitted by question shape.
-CURVE_ROWS: tuple[str, ...] = ("fast", "default", "best", "fit shaped")
+#: The rows: each preset of ``RecallConfig.preset``, and the default fitted as before ``FitConfig``.
+CURVE_ROWS: tuple[str, ...] = ("fast", "default", "best", "fit before")
 #: What a total leaves the fence and its preamble: the memories budget is the total less this.
 FENCE_TOKENS = 50
 #: What other memory systems inject per question, by their own account (not measured here).
@@ -64,7 +65,7 @@ _ITEMS_AT_600 = 20
 def curve_config(row: str, total: int) -> RecallConfig:
     """The recall configuration of ``row`` (:data:`CURVE_ROWS`) at ``total`` tokens."""
     from langmem_plugin import RecallConfig
-    from langmem_plugin.services.recall import FIT_SHAPED, TokenBudgets
+    from langmem_plugin.services.recall import FIT_BEFORE, TokenBudgets
 
     items = max(_ITEMS_AT_600, round(_ITEMS_AT_600 * total / 600))
     changes: dict[str, Any] = {
@@ -72,8 +73,8 @@ def curve_config(row: str, total: int) -> RecallConfig:
         "max_items": items,
         "candidates": items,  # ranking is handed as many candidates as may be injected
     }
-    if row == "fit shaped":
-        return RecallConfig(fit=FIT_SHAPED, **changes)
+    if row == "fit before":
+        return RecallConfig(fit=FIT_BEFORE, **changes)
     return RecallConfig.preset(row, **changes)
 
 

@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 MOST_SHARE = 5  # no memory shows more than this share of the memories budget
-_MIN_TERMS = 3  # a text of fewer words is never a near duplicate (only an exact one)
+_MIN_TERMS = 6  # a text of fewer words is never a near duplicate (only an exact one): in a short
+# exchange the question and its answer share most words ("Which tea do I like?", "I like green tea")
 _TERMS = BM25Encoder()  # reads words as the search's BM25 does: stems, no stopwords
 
 
@@ -56,7 +57,8 @@ class FitConfig:
             several pieces said at different times, so each gets less room and more of them fit.
         wide_items: a wide question may inject ``max_items`` times this many items.
         near_duplicate: a memory whose words (as BM25 reads them) overlap one already shown by at
-            least this share (Jaccard) is a near duplicate and is not shown (``"duplicate"``);
+            least this share (Jaccard, both of at least six words) is a near duplicate and is not
+            shown (``"duplicate"``);
             ``None``: only exact duplicates are dropped. Two past exchanges are near duplicates
             only when said on the same day: the same words said another day are another event,
             which a question that counts needs.
@@ -68,11 +70,11 @@ class FitConfig:
     """
 
     most_share: int = MOST_SHARE
-    wide_share: int = MOST_SHARE
-    wide_items: float = 1
-    near_duplicate: float | None = None
+    wide_share: int = 10
+    wide_items: float = 1.5
+    near_duplicate: float | None = 0.9
     fill: int = 0
-    cut_saves: int = 0
+    cut_saves: int = 16
 
     def __post_init__(self) -> None:
         if self.most_share < 1 or self.wide_share < 1:
@@ -102,13 +104,13 @@ class FitConfig:
         return self.wide_share != self.most_share or self.wide_items != 1
 
 
-#: How the fence spends the budget by default: one share for every question, exact duplicates
-#: only (``RecallConfig(fit=FIT_BEFORE)`` keeps it if the default changes).
-FIT_BEFORE = FitConfig(wide_share=MOST_SHARE, wide_items=1, near_duplicate=None, fill=0)
-#: A wide question's items at a tenth of the budget (a memory cut only when that saves more than 16
-#: tokens) and half as many more of them; near duplicates take no slot. Measured beside the default
-#: in ``docs/benchmarks.md`` ("Evidence against tokens"), where it did not win on both sets.
-FIT_SHAPED = FitConfig(wide_share=10, wide_items=1.5, near_duplicate=0.8, cut_saves=16)
+#: How the fence spent the budget before :class:`FitConfig` (one share for every question, every
+#: memory over it cut, exact duplicates only): ``RecallConfig(fit=FIT_BEFORE)`` brings it back.
+FIT_BEFORE = FitConfig(wide_share=MOST_SHARE, wide_items=1, near_duplicate=None, fill=0, cut_saves=0)
+#: The default, ``FitConfig()``: a wide question's items at a tenth of the budget (a memory cut only
+#: when that saves more than 16 tokens) and half as many more of them; near duplicates take no slot.
+#: Measured against :data:`FIT_BEFORE` in ``docs/benchmarks.md`` ("Evidence against tokens").
+FIT_SHAPED = FitConfig()
 
 
 class Part(NamedTuple):
@@ -125,7 +127,7 @@ def part_of(memory: StoredMemory) -> Part | None:
     """The part of a long exchange ``memory`` is, or ``None`` for anything else.
 
     An episode that has passages is counted as its first passage: the fence shows the start of
-    its head (at most a fifth of the budget), which is a part of that passage's text, so the two
+    its head (at most its share of the budget), which is a part of that passage's text, so the two
     are one piece and only the better ranked of them is shown.
     """
     if memory.record.kind is not MemoryKind.EPISODE:
