@@ -510,9 +510,11 @@ def run_scale_bench(
                     raise RuntimeError(f"bench scale: {store} at {size:,} failed:\n{done.stderr[-4000:]}")
                 row = ScaleRow(**json.loads(done.stdout.strip().splitlines()[-1]))
                 result.rows.append(row)
-                say(
-                    f"  {store} {size:,}: import {row.import_seconds:.0f} s, recall p50 "
-                    f"{row.recall_p50 * 1000:.1f} ms"
+                say(  # every measure, so that a run cut short keeps what it measured
+                    f"  {store} {size:,}: {row.users} users, import {row.import_seconds:.0f} s, recall p50 "
+                    f"{row.recall_p50 * 1000:.1f} ms p95 {row.recall_p95 * 1000:.1f} ms, RSS "
+                    f"{row.rss_bytes / 1e6:.0f} MB, disk {row.disk_bytes / 1e6:.0f} MB, open "
+                    f"{row.open_seconds:.2f} s, embedded live {row.embedded_live}"
                 )
                 if store == "qdrant" or store == "checkpointer":
                     for path in Path(root).glob(Path(place).name + "*"):
