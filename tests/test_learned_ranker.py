@@ -67,9 +67,8 @@ def test_the_shipped_model_loads_from_the_package() -> None:
     assert ranker.features == FEATURES
     assert default_ranker() is default_ranker()  # read once per process
     assert RecallConfig(ranker="learned").learned_ranker is default_ranker()
-    assert RecallConfig().learned_ranker is default_ranker()  # the default
-    assert RecallConfig(ranker="fusion").learned_ranker is None
-    assert RecallConfig(retrieval=None).learned_ranker is None  # the store's own order
+    assert RecallConfig().learned_ranker is None  # the default: the hand-set fusion
+    assert RecallConfig(ranker="fusion", retrieval=None).learned_ranker is None
 
 
 def test_scores_are_deterministic_probabilities() -> None:

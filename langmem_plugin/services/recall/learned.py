@@ -1,12 +1,12 @@
 """The learned ranker: a small model over the signals recall already computes, shipped as a file.
 
-By default (``RecallConfig(ranker=None)``, or ``"learned"``) recall reads a pool twice the size
-fusion reads (:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor
+With ``RecallConfig(ranker="learned")`` recall reads a pool twice the size fusion reads
+(:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor
 into its features (:mod:`.features`: the dense and lexical scores and places, the lifts, how much
 of the question and of the other best candidates it covers, its length, its place in its session,
 its age) and orders the pool by :class:`LearnedRanker`'s score instead of the fused score; the
 best ``RecallConfig.candidates`` of each namespace go on to ranking and fitting as before, the
-model's score standing for the relevance. ``RecallConfig(ranker="fusion")`` orders by the fused
+model's score standing for the relevance. The default, ``ranker="fusion"``, orders by the fused
 score alone.
 
 The model is a logistic function of the features (linear, or a sum of small gradient-boosted

@@ -6,8 +6,7 @@ One recall, as data:
 2. **candidates** — one hybrid search per compartment (user and session memory;
    agent knowledge when it does not fit whole), all in one request to the store,
    through :func:`search_candidates`: the store's dense and BM25 candidates fused
-   by score with the neighbour and session lifts (:mod:`.retrieval`), then ordered by the learned
-   ranker (:mod:`.learned`; ``RecallConfig(ranker="fusion")``: by the fused score alone);
+   by score with the neighbour and session lifts (:mod:`.retrieval`);
 3. **rank** — ``relevance × w_relevance + priority × w_priority + recency × w_recency``,
    with relevance the fused score divided by the best candidate's,
    priority scaled from 1–10 to 0–1 and recency halving every
@@ -92,7 +91,7 @@ _SPACE = re.compile(r"\s+")
 
 #: The names :meth:`RecallConfig.preset` takes.
 RECALL_PRESETS: tuple[str, ...] = ("fast", "default", "best")
-#: The names :attr:`RecallConfig.ranker` takes (or a :class:`~.learned.LearnedRanker`, or ``None``).
+#: The names :attr:`RecallConfig.ranker` takes (or a :class:`~.learned.LearnedRanker`).
 RANKERS: tuple[str, ...] = ("fusion", "learned")
 _PRESET_RETRIEVAL: dict[str, dict[str, Any]] = {
     "fast": {"candidates": 30, "time_weight": 0.0},
@@ -132,13 +131,12 @@ class RecallConfig:
             :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` with this config
             (default: the store's dense and BM25 candidates fused by score, with
             the neighbour and session lifts), or ``None`` for the store's own ``search``.
-        ranker: what orders the candidates before they are fitted: ``"learned"`` (the model
-            shipped in the package over the candidates' signals, reading twice the candidates;
-            :mod:`~langmem_plugin.services.recall.learned`), ``"fusion"`` (the fused score of
-            ``retrieval`` alone, its weights set by hand), or a
+        ranker: what orders the candidates before they are fitted: ``"fusion"`` (the fused
+            score of ``retrieval``, its weights set by hand) or ``"learned"`` (the model shipped in
+            the package over the candidates' signals, reading twice the candidates;
+            :mod:`~langmem_plugin.services.recall.learned`), or a
             :class:`~langmem_plugin.services.recall.learned.LearnedRanker` of your own. A learned
-            ranker needs ``retrieval``. ``None`` (the default): ``"learned"`` with ``retrieval``,
-            the store's own order without it.
+            ranker needs ``retrieval``.
         fit: how the memories section spends its budget (:class:`~.fit.FitConfig`: a wide
             question's share and items, near duplicates).
     """
@@ -157,7 +155,7 @@ class RecallConfig:
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
     retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
-    ranker: str | LearnedRanker | None = None
+    ranker: str | LearnedRanker = "fusion"
     fit: FitConfig = field(default_factory=FitConfig)
 
     def __post_init__(self) -> None:
@@ -176,16 +174,12 @@ class RecallConfig:
             raise ConfigurationError(
                 f"RecallConfig.retrieval must be a RetrievalConfig or None, got {self.retrieval!r}"
             )
-        if (
-            self.ranker is not None
-            and not isinstance(self.ranker, LearnedRanker)
-            and self.ranker not in RANKERS
-        ):
+        if not isinstance(self.ranker, LearnedRanker) and self.ranker not in RANKERS:
             raise ConfigurationError(
                 f"RecallConfig.ranker must be one of {', '.join(map(repr, RANKERS))} or a LearnedRanker, "
                 f"got {self.ranker!r}"
             )
-        if self.ranker not in (None, "fusion") and self.retrieval is None:
+        if self.ranker != "fusion" and self.retrieval is None:
             raise ConfigurationError(
                 f"RecallConfig(ranker={self.ranker!r}) reads the fused search's signals, and "
                 "retrieval=None has none. Fix: keep the default retrieval, or use ranker='fusion'"
@@ -196,8 +190,7 @@ class RecallConfig:
         """The model :attr:`ranker` names (``None``: the fusion orders the candidates)."""
         if isinstance(self.ranker, LearnedRanker):
             return self.ranker
-        learned = self.ranker == "learned" or (self.ranker is None and self.retrieval is not None)
-        return default_ranker() if learned else None
+        return default_ranker() if self.ranker == "learned" else None
 
     @property
     def threshold(self) -> float | None:
