@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
+from langmem_plugin.services import store_steps
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings
 
@@ -57,3 +58,22 @@ def opened_store(kind: str, folder: Path, dims: int) -> Iterator[BaseStore]:
         counted: Any = counting(CheckpointerStore)
         with counted.from_sqlite(folder / "memory.sqlite", index=index) as store:
             yield store
+
+
+#: The services' own store driver, to put back after a test replaced it with :class:`FailingWrites`.
+RUN_BATCH = store_steps.run_batch
+
+
+class FailingWrites:
+    """The services' store driver (``store_steps.run_batch``), raising on the ``n``-th batch that
+    writes, before the store sees it: a crash between the batches of a multi-batch operation."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.writes = n, 0
+
+    def __call__(self, store: BaseStore, request: Any) -> Any:
+        if isinstance(request, list) and any(isinstance(op, PutOp) for op in request):
+            self.writes += 1
+            if self.writes == self.n:
+                raise OSError(f"write batch {self.n} failed (injected)")
+        return RUN_BATCH(store, request)

@@ -24,7 +24,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin import AgentRules, Memory, MemoryLayout, MemoryState
@@ -46,6 +46,7 @@ from langmem_plugin.services.upkeep import delete_threads_steps, forgetting
 from langmem_plugin.surfaces.memory import ToolsConfig
 from langmem_plugin.surfaces.tools import create_memory_tools
 from langmem_plugin.testing import FailingEmbeddings, FakeEmbeddings, ScriptedChatModel, tool_call
+from tests.counting_stores import RUN_BATCH, FailingWrites
 from tests.every_store import open_store
 from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
 
@@ -498,23 +499,6 @@ def test_a_promotion_whose_embedding_fails_leaves_nothing_and_a_retry_makes_the_
         assert [e.action for e in memory.history(fact, ALICE)].count("PROMOTE") == 1
 
 
-class _Failing:
-    """The services' store driver, raising on the ``n``-th batch that writes (before the store sees it)."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.writes = n, 0
-
-    def __call__(self, store: BaseStore, request: Any) -> Any:
-        if isinstance(request, list) and any(isinstance(op, PutOp) for op in request):
-            self.writes += 1
-            if self.writes == self.n:
-                raise OSError(f"write batch {self.n} failed (injected)")
-        return RUN_BATCH(store, request)
-
-
-RUN_BATCH = store_steps.run_batch
-
-
 @pytest.mark.parametrize("kind", ["in-memory", "qdrant", "checkpointer-sqlite"])
 def test_a_forget_whose_write_fails_keeps_the_original_and_its_copies_and_a_retry_takes_them(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -526,7 +510,7 @@ def test_a_forget_whose_write_fails_keeps_the_original_and_its_copies_and_a_retr
         memory.promote(fact, _config("alice", "globex", "alice-t"))  # in both of alice's teams
         assert len(_team(store)) == len(_team(store, "globex")) == 1
         before = _everything(store)
-        monkeypatch.setattr(store_steps, "run_batch", _Failing(1))
+        monkeypatch.setattr(store_steps, "run_batch", FailingWrites(1))
         with pytest.raises(OSError, match="injected"):
             memory.forget(fact, ALICE)
         monkeypatch.setattr(store_steps, "run_batch", RUN_BATCH)
@@ -551,7 +535,7 @@ def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_copies_and_agen
                 memory.promote(_save(graph, ALICE, text), ALICE)
             memory.agent("scout").promote(_save(scout, ALICE, "Alice's desk is 3F"), ALICE)
             memory.promote(_save(graph, BOB, "Bob parks in row D"), BOB)
-            failing = _Failing(n)
+            failing = FailingWrites(n)
             monkeypatch.setattr(store_steps, "run_batch", failing)
             try:
                 memory.forget_user("alice")

@@ -19,7 +19,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 
 from langmem_plugin import Memory, MemoryState
 from langmem_plugin.services import store_steps
@@ -27,6 +27,7 @@ from langmem_plugin.services.intents import INTENTS
 from langmem_plugin.services.upkeep import forgetting
 from langmem_plugin.stores.checkpointer import CheckpointerStore
 from langmem_plugin.testing import FakeEmbeddings, ScriptedChatModel
+from tests.counting_stores import RUN_BATCH, FailingWrites
 from tests.every_store import open_store
 from tests.test_forget_user_everything import _everything
 
@@ -77,23 +78,6 @@ def _check_done(store: BaseStore, report: Any) -> None:
         assert store.history(INTENTS, "forget_user:alice") == []
 
 
-class Failing:
-    """The services' store driver, raising (before the store sees it) on the ``n``-th batch that writes."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.writes = n, 0
-
-    def __call__(self, store: BaseStore, request: Any) -> Any:
-        if isinstance(request, list) and any(isinstance(op, PutOp) for op in request):
-            self.writes += 1
-            if self.writes == self.n:
-                raise OSError(f"write batch {self.n} failed (injected)")
-        return RUN_BATCH(store, request)
-
-
-RUN_BATCH = store_steps.run_batch
-
-
 @pytest.mark.parametrize("kind", ["in-memory", "qdrant", "checkpointer-sqlite"])
 def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_and_never_shows_her_to_bob(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -105,7 +89,7 @@ def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_and_never_shows
             _world(store)
             before = _everything(store)
             assert _bobs_quote_alice(before)  # bob's exchange keeps the beginning of alice's
-            failing = Failing(n)
+            failing = FailingWrites(n)
             monkeypatch.setattr(store_steps, "run_batch", failing)
             try:
                 Memory(store).forget_user("alice")
