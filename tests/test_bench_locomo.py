@@ -277,6 +277,18 @@ def test_cli_runs_the_benchmark(data: Path, capsys: pytest.CaptureFixture[str]) 
     assert "1 conversations, 9 turns, 5 questions" in out
 
 
+def test_cli_runs_the_conversations_first_to_last(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--conversations 1-1`` takes the second conversation alone (the held-out halves are run so)."""
+    argv = ["bench", "locomo", "--data", str(data), "--variants", "bm25-turns"]
+    assert main([*argv, "--conversations", "1-1"]) == 0
+    assert "1 conversations, 2 turns, 1 questions" in capsys.readouterr().out
+    assert main([*argv, "--conversations", "0-1"]) == 0
+    assert "2 conversations, 11 turns, 6 questions" in capsys.readouterr().out
+    for bad, message in (("5-9", "name none of the set's 2 (0-based: 0-1)"), ("five", "FIRST-LAST")):
+        assert main([*argv, "--conversations", bad]) != 0
+        assert message in capsys.readouterr().err
+
+
 def test_the_recipe_lifts_are_bench_code_over_the_products_hook() -> None:
     from langmem_plugin.bench.locomo.lifts import SalienceLift
 

@@ -29,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langmem_plugin.bench.locomo.data import TOKEN_MODEL, load_conversations
+from langmem_plugin.bench.locomo.data import TOKEN_MODEL, chosen, load_conversations
 from langmem_plugin.bench.locomo.product import _turn_ids, history_of
 from langmem_plugin.bench.report import format_table
 from langmem_plugin.core.scope import Scope
@@ -146,17 +146,18 @@ class BudgetCurve:
 def run_budget_curve(
     data: str | Path,
     *,
-    conversations: int | None = None,
+    conversations: int | str | None = None,
     embeddings: Embeddings | None = None,
     progress: Callable[[str], None] | None = None,
     token_model: str = TOKEN_MODEL,
 ) -> BudgetCurve:
-    """Measure the curve on the set at ``data`` (its first ``conversations``, default all)."""
+    """Measure the curve on the set at ``data`` (its first ``conversations``, or ``"FIRST-LAST"``;
+    default all)."""
     from langmem_plugin import Memory
 
     say = progress or (lambda _line: None)
     dataset = load_conversations(data)
-    samples = list(dataset.conversations[:conversations])
+    samples = chosen(dataset.conversations, conversations)
     if embeddings is None:
         from langmem_plugin.core.embeddings import resolve_embeddings
 

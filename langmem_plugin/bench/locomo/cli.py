@@ -54,7 +54,13 @@ def add_parsers(
         help=f"the REALTALK folder or a chat file, or locomo10.json too (repeat; default {REALTALK_DATA})",
     )
     for parser in (locomo, realtalk):
-        parser.add_argument("--conversations", type=int, default=None, help="only the first N (default all)")
+        parser.add_argument(
+            "--conversations",
+            default=None,
+            metavar="N|FIRST-LAST",
+            help="only the first N, or those numbered FIRST-LAST (0-based, both included: e.g. 5-9, "
+            "LoCoMo's held-out half; default all)",
+        )
         parser.add_argument(
             "--variants",
             type=names(ALL_VARIANTS, "variant"),

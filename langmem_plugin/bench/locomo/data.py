@@ -42,6 +42,7 @@ __all__ = [
     "Evidence",
     "Question",
     "Turn",
+    "chosen",
     "conversation_text",
     "injected_text",
     "load_conversations",
@@ -353,6 +354,35 @@ def load_conversations(path: str | Path) -> Dataset:
     if isinstance(raw, dict):
         return Dataset("REALTALK", (_realtalk_chat(source, raw),), dict(REALTALK_CATEGORIES))
     return Dataset("LoCoMo", tuple(_locomo_samples(raw, source)), dict(CATEGORIES))
+
+
+def chosen(conversations: Sequence[Conversation], which: int | str | None) -> list[Conversation]:
+    """The conversations a run takes: all (``None``), the first N (an int, or its digits), or those
+    numbered ``"FIRST-LAST"`` (0-based, in the set's file order, both included: the held-out ones of
+    the learned ranker are LoCoMo's ``5-9`` and REALTALK's ``3-4``).
+
+    >>> chosen("abcdefghij", "5-9"), chosen("abc", 2), chosen("abc", "2")
+    (['f', 'g', 'h', 'i', 'j'], ['a', 'b'], ['a', 'b'])
+
+    Raises:
+        ConfigurationError: ``which`` is neither, or names no conversation of the set.
+    """
+    if which is None:
+        return list(conversations)
+    text = str(which).strip()
+    first, dash, last = text.partition("-")
+    if not first.isdecimal() or (dash and not last.isdecimal()):
+        raise ConfigurationError(
+            f"cannot read the conversations {which!r}: give the first N (e.g. 2) or FIRST-LAST, "
+            "0-based and both included (e.g. 5-9)"
+        )
+    picked = list(conversations[int(first) : int(last) + 1] if dash else conversations[: int(first)])
+    if not picked:
+        raise ConfigurationError(
+            f"the conversations {which!r} name none of the set's {len(conversations)} "
+            f"(0-based: 0-{len(conversations) - 1})"
+        )
+    return picked
 
 
 def sentences(turn: Turn) -> list[str]:

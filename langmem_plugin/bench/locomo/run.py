@@ -18,6 +18,7 @@ from langgraph.store.base import PutOp
 from langmem_plugin.bench.locomo.data import (
     TOKEN_MODEL,
     Turn,
+    chosen,
     conversation_text,
     injected_text,
     load_conversations,
@@ -62,7 +63,7 @@ def _distinct_text_batches(ops: Sequence[PutOp]) -> Iterator[list[PutOp]]:
 def run_locomo_bench(
     data: str | Path,
     *,
-    conversations: int | None = None,
+    conversations: int | str | None = None,
     variants: Sequence[str] = VARIANTS,
     embeddings: Embeddings | None = None,
     progress: Callable[[str], None] | None = None,
@@ -73,7 +74,8 @@ def run_locomo_bench(
     Args:
         data: ``locomo10.json`` (LoCoMo), or the REALTALK folder or one of its chat files
             (:func:`~langmem_plugin.bench.locomo.data.load_conversations` tells them apart).
-        conversations: only the first N conversations (default: all).
+        conversations: only the first N conversations, or ``"FIRST-LAST"`` (0-based, e.g. the
+            held-out ``"5-9"``; :func:`~langmem_plugin.bench.locomo.data.chosen`); default all.
         variants: which rows to run (see :data:`VARIANTS`).
         embeddings: the embedder (default: the offline default,
             :func:`~langmem_plugin.core.embeddings.resolve_embeddings`).
@@ -98,7 +100,7 @@ def run_locomo_bench(
         postgres_url()
     dataset = load_conversations(data)
     table = MissTable(dataset.name, dict(dataset.categories)) if misses else None
-    samples = list(dataset.conversations[:conversations])
+    samples = chosen(dataset.conversations, conversations)
     if embeddings is None:
         from langmem_plugin.core.embeddings import resolve_embeddings
 
