@@ -24,20 +24,12 @@ surface has it.
   run memory and records what was written. In plan mode (``plan=PlanConfig()``) a
   completed plan is archived into session memory (kind ``plan``) through the same
   writer and cleared from state; a plan whose lifetime is the run is cleared too.
-- **After the tools** (:meth:`MemoryTurn.after_tools`, also run by ``before_model``): with
-  ``results`` configured, large tool results are stored in the results compartment and the
-  compaction of results the model has seen is decided once, into state (``tool_results``,
-  ``compacted``; see :mod:`~langmem_plugin.services.context.results`); :meth:`MemoryTurn.results_view`
-  is what :meth:`MemoryTurn.model_messages` shows of them.
-- **Summarization** (``WindowConfig(summary=SummaryConfig(model))``,
-  :mod:`~langmem_plugin.services.context.summary`):
-  :meth:`MemoryTurn.after_tools` (so ``before_model`` too) summarizes what the window would drop, once,
-  into state (``summary``) and session memory; :meth:`MemoryTurn.model_messages` shows the summary in
-  the fence in place of the messages it covers. Without a summarizer the window trims and
-  ``memory_context["window"]`` says how many messages it dropped.
-  With a reflector, the finished turn is
-  handed to background extraction and consolidation
+  With a reflector, the finished turn is handed to background extraction and consolidation
   (:class:`~langmem_plugin.services.upkeep.reflection.Reflector`, debounced per thread).
+- **After the tools** (:meth:`MemoryTurn.after_tools`, also run by ``before_model``): tool results
+  stored and their compaction decided, what the window would drop summarized — the context's half
+  of the turn (:mod:`~langmem_plugin.services.context.context_turn`), which
+  :meth:`MemoryTurn.model_messages` also asks what the model sees of the window.
 
 Each half is written once as steps over a store (no I/O); the sync and async
 methods only choose the driver (:func:`~langmem_plugin.services.store_steps.execute` or
@@ -60,7 +52,6 @@ True
 from __future__ import annotations
 
 import copy
-import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +64,6 @@ from langmem_plugin.core.fence import add_section
 from langmem_plugin.core.record import exchange_link
 from langmem_plugin.core.renamed import renamed_keywords
 from langmem_plugin.core.scope import Scope, resolve_scope
-from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.core.store_source import StoreSource
 from langmem_plugin.core.times import TimeLike
 from langmem_plugin.core.tokens import count_tokens
@@ -81,19 +71,13 @@ from langmem_plugin.errors import ConfigurationError, ScopeError
 from langmem_plugin.services.context import (
     DEFAULT_KEYS,
     ContextConfig,
+    ContextTurn,
     StateKeys,
     SummarySteps,
     WindowConfig,
-    ado_request,
-    do_request,
-    result_describer,
-    results_update_steps,
-    results_view,
     run_notes_cleared,
+    state_value,
     summary_section,
-    summary_steps,
-    summary_view,
-    trim_window,
     visible_notes,
 )
 from langmem_plugin.services.knowledge import resume_knowledge_steps
@@ -158,13 +142,6 @@ def with_renamed(
     return ContextConfig(**old), tokenizer_model
 
 
-def state_value(state: Any, key: str, default: Any = None) -> Any:
-    """``state[key]`` for a mapping state, ``state.key`` for a dataclass or pydantic state."""
-    if isinstance(state, Mapping):
-        return state.get(key, default)
-    return getattr(state, key, default)
-
-
 #: A write to submit to the writer: steps made anew for each attempt, how logs name it, and the
 #: namespaces it adds items to (their item limits are held while it runs).
 StoreWrite: TypeAlias = tuple[Callable[[], StoreSteps[Any]], str, tuple[tuple[str, ...], ...]]
@@ -220,6 +197,7 @@ class MemoryTurn:
         context, tokenizer_model = with_renamed("MemoryTurn", context, tokenizer_model, renamed)
         self.store = store
         self.context = context
+        self.context_turn = ContextTurn(context, model=tokenizer_model)  # after the tools, the window
         self.results = context.results
         self.layout = layout or MemoryLayout()
         self.recall_config = recall or RecallConfig()
@@ -231,7 +209,7 @@ class MemoryTurn:
         self.plan_config = plan
         self._lock = threading.Lock()
         self.reflector = reflector
-        self.describer = result_describer(context.results, model=tokenizer_model)  # the model compactor
+        self.describer = self.context_turn.describer  # the model compactor
         self._indexed: set[tuple[int, str | None, str | None]] = set()
         self._resumed: set[int] = set()  # the stores whose unfinished operations were finished
 
@@ -404,14 +382,12 @@ class MemoryTurn:
 
     def visible_messages(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """The conversation the model sees: results as decided (:meth:`results_view`), without what
-        the summary in state covers, within the window."""
-        messages = summary_view(self.results_view(state, messages), state_value(state, self.keys.summary))
-        window = self.window
-        if window is not None and (window.max_turns or window.max_tokens):
-            messages = trim_window(
-                messages, max_turns=window.max_turns, max_tokens=window.max_tokens, model=self.model
-            )
-        return messages
+        the summary in state covers, within the window (:meth:`ContextTurn.visible_messages`)."""
+        return self.context_turn.visible_messages(state, messages)
+
+    def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """``messages`` with stored results in full plus their id, or compacted, as decided in state."""
+        return self.context_turn.results_view(state, messages)
 
     # -- after the model ----------------------------------------------------------------------
 
@@ -529,107 +505,38 @@ class MemoryTurn:
             self._reflect(state, scope, store, stored.get("episode"))
         return update
 
-    # -- tool results ---------------------------------------------------------------------------
+    # -- after the tools: the context's half (:class:`ContextTurn`) --------------------------------
 
     def results_steps(self, state: Any, scope: Scope, store: BaseStore) -> StoreSteps[dict[str, Any]]:
         """The steps that store the state's new tool results and decide what to compact: the update."""
-        config, keys = self.results, self.keys
-        if config is None:
-            return {}
-        ttl = config.ttl_minutes if getattr(store, "supports_ttl", False) else None
-        stored = state_value(state, keys.tool_results) or {}
-        return (
-            yield from results_update_steps(
-                list(state_value(state, keys.messages) or []),
-                stored,
-                state_value(state, keys.compacted) or {},
-                scope,
-                self.layout,
-                config,
-                keys=(keys.tool_results, keys.compacted),
-                ttl=ttl,
-                model=self.model,
-                descriptions=self.describer.ready(scope, stored) if self.describer else None,
-            )
-        )
+        return self.context_turn.results_steps(state, scope, store, self.layout)
 
     @property
     def runs_after_tools(self) -> bool:
         """Whether :meth:`after_tools` has work: tool results as memory, or a window to keep."""
-        window = self.window
-        windowed = window is not None and bool(window.max_turns or window.max_tokens)
-        return self.results is not None or windowed
-
-    def _summarizer(self) -> Any:
-        return self.window.summary.model if self.window is not None and self.window.summary else None
+        return self.context_turn.runs_after_tools
 
     def after_tools_steps(self, state: Any, scope: Scope, store: BaseStore) -> SummarySteps:
         """:meth:`results_steps`, then the summary of what the window would drop: the state update."""
-        update: dict[str, Any] = yield from self.results_steps(state, scope, store)
-        window, keys = self.window, self.keys
-        if window is None or not (window.max_turns or window.max_tokens):
-            return update
-        # the results as the model will see them: what state holds plus this update (first write wins)
-        seen = {
-            key: {**(update.get(key) or {}), **(state_value(state, key) or {})}
-            for key in (keys.tool_results, keys.compacted)
-        }
-        messages = self.results_view(seen, state_value(state, keys.messages) or [])
-        new, record = yield from summary_steps(
-            messages,
-            state_value(state, keys.summary),
-            scope,
-            self.layout,
-            window.summary,
-            max_turns=window.max_turns,
-            max_tokens=window.max_tokens,
-            model=self.model,
-        )
-        if new is not None:
-            update[keys.summary] = new
-        context = state_value(state, keys.memory_context) or {}
-        if record != context.get("window", {}):
-            update[keys.memory_context] = {**context, "window": record}
-        return update
+        return self.context_turn.after_tools_steps(state, scope, store, self.layout)
 
     def after_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Store new tool results, decide compaction, summarize what the window would drop; the state
         update (empty when nothing changed)."""
-        if not self.runs_after_tools:
-            return {}
-        do = functools.partial(do_request, store, self._summarizer())
-        result: dict[str, Any] = run_steps(self.after_tools_steps(state, scope, store), do)
-        return self._describe(state, scope, result)
+        return self._describe(state, scope, self.context_turn.after_tools(state, scope, store, self.layout))
 
     async def aafter_tools(self, state: Any, scope: Scope, store: BaseStore) -> dict[str, Any]:
         """Async :meth:`after_tools`."""
-        if not self.runs_after_tools:
-            return {}
-        ado = functools.partial(ado_request, store, self._summarizer())
-        result: dict[str, Any] = await arun_steps(self.after_tools_steps(state, scope, store), ado)
-        return self._describe(state, scope, result)
+        update = await self.context_turn.aafter_tools(state, scope, store, self.layout)
+        return self._describe(state, scope, update)
 
     def _describe(self, state: Any, scope: Scope, update: dict[str, Any]) -> dict[str, Any]:
-        """Queue the model compactor's descriptions of the results ``update`` stored (never blocks)."""
-        new = update.get(self.keys.tool_results)
-        if self.describer is not None and new:
+        """Queue the model compactor's descriptions of the results ``update`` stored, focused on the
+        goal of the plan (never blocks)."""
+        if self.context_turn.describes(update):
             plan = self._plan(state, scope)
-            messages = state_value(state, self.keys.messages) or []
-            self.describer.schedule(scope, messages, new, goal=plan["goal"] if plan else None)
+            self.context_turn.describe(state, scope, update, goal=plan["goal"] if plan else None)
         return update
-
-    def results_view(self, state: Any, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """``messages`` with stored results in full plus their id, or compacted, as decided in state."""
-        if self.results is None:
-            return list(messages)
-        keys = self.keys
-        return results_view(
-            messages,
-            state_value(state, keys.tool_results) or {},
-            state_value(state, keys.compacted) or {},
-            self.results,
-            model=self.model,
-        )
 
     # -- extraction and forgetting ------------------------------------------------------------
 

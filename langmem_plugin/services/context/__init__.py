@@ -1,5 +1,8 @@
 """Context: what the model's window holds during a run.
 
+- :mod:`.context_turn`: the context's half of a turn (:class:`ContextTurn`), which the turn service
+  composes: after the tools (results stored, compaction decided, what the window drops
+  summarized) and what the model sees of the window.
 - :mod:`.results`: tool results stored once and shown compacted, then cited (the feature and
   its :class:`ResultsConfig`); the stored results themselves — whose they are, how they are cut
   down and read, every read bounded — are the ``stored_results`` room's
@@ -23,6 +26,7 @@ from langmem_plugin.services.context.config import (
     WindowConfig,
     latest,
 )
+from langmem_plugin.services.context.context_turn import ContextTurn, state_value
 from langmem_plugin.services.context.model_compactor import ModelCompactor, ResultDescriber
 from langmem_plugin.services.context.results import (
     RESULT_TOOL_NAMES,
@@ -77,6 +81,7 @@ __all__ = [
     "RESULT_TOOL_NAMES",
     "RUN_NOTE_TOOL",
     "ContextConfig",
+    "ContextTurn",
     "ConversationSummary",
     "ModelCompactor",
     "ResultDescriber",
@@ -109,6 +114,7 @@ __all__ = [
     "run_note_entry",
     "run_notes_cleared",
     "run_notes_reducer",
+    "state_value",
     "summary_reducer",
     "summary_section",
     "summary_steps",
