@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langmem_plugin import Memory, RecallConfig
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.recall import RetrievalConfig
+from langmem_plugin.services.recall import RetrievalConfig, when
 from langmem_plugin.services.recall.when import question_periods
 
 NOW = datetime(2024, 2, 1, 12, 0, tzinfo=UTC)
@@ -98,6 +98,60 @@ def test_any_question_reads_as_periods_or_none_quickly(question: str) -> None:
         assert period.start < period.end
         assert period.start <= NOW
     assert time.perf_counter() - started < 5.0  # bounded: no pathological parse of hostile text
+
+
+_DATE_WORDS = [
+    "in",
+    "a",
+    "an",
+    "the",
+    "of",
+    "last",
+    "next",
+    "this",
+    "week",
+    "weeks",
+    "month",
+    "year",
+    "may",
+    "march",
+    "june",
+    "monday",
+    "friday",
+    "yesterday",
+    "today",
+    "tonight",
+    "noon",
+    "ago",
+    "one",
+    "two",
+    "twenty",
+    "fortnight",
+    "morning",
+    "early",
+    "day",
+    "before",
+    "after",
+    "from",
+    "now",
+    "est",
+    "pst",
+]
+_OTHER_WORDS = ["Caroline", "went", "did", "what", "when", "her", "art", "get", "time", "pet", "s", "'s", "?"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_DATE_WORDS + _OTHER_WORDS) | st.text(max_size=8), max_size=9))
+def test_the_cheap_check_never_hides_a_time_the_search_would_read(words: list[str]) -> None:
+    """Questions without a date word skip dateparser's search (``when._may_name_a_date``); the
+    periods read must be the same as with the search always run."""
+    question = " ".join(words)
+    base = NOW.replace(tzinfo=None)
+    checked = when._periods.__wrapped__(question, base, ("en",))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(when, "_may_name_a_date", lambda query, languages: True)
+        searched = when._periods.__wrapped__(question, base, ("en",))
+    assert checked == searched
 
 
 def _memory(weight: float) -> Memory:

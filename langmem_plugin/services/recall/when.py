@@ -152,15 +152,82 @@ def question_periods(query: str, now: datetime, languages: Sequence[str] = ("en"
     return _periods(query[:_MAX_QUERY_CHARS], base.replace(second=0, microsecond=0), codes)
 
 
+#: The languages whose date words :func:`_may_name_a_date` knows well enough to skip the search:
+#: English's tables are plain words (other locales' simplifications are patterns such as
+#: ``pasad[oa]`` and their words are read accent-folded, so their questions are always searched).
+_PREFILTERED = frozenset({"en"})
+
+
+@functools.lru_cache(maxsize=8)
+def _date_words(languages: tuple[str, ...]) -> frozenset[str]:
+    """Every word a date can be written with in ``languages``, lowercased: each word of each text
+    in the languages' dateparser tables (month and day names, units, relative dates, the words its
+    simplifications rewrite such as "noon" or "a", "ago", "in", ...) and of the time zones it reads."""
+    from dateparser.languages.loader import default_loader
+    from dateparser.timezones import timezone_info_list
+
+    words: set[str] = set()
+
+    def gather(data: Any) -> None:
+        if isinstance(data, str):
+            words.update(w.lower() for w in _WORD.findall(data))
+        elif isinstance(data, dict):
+            for key, item in data.items():
+                gather(key)
+                gather(item)
+        elif isinstance(data, list | tuple):
+            for item in data:
+                gather(item)
+
+    for code in languages:
+        info = default_loader.get_locale(code).info
+        gather({key: item for key, item in info.items() if key not in ("name", "date_order")})
+    for zones in timezone_info_list:
+        gather([str(zone[0]) for zone in zones.get("timezones", ())])
+    return frozenset(words)
+
+
+def _may_name_a_date(query: str, languages: tuple[str, ...]) -> bool:
+    """Whether dateparser's search could find a time in ``query`` that :func:`_periods` keeps.
+
+    The search reads a date from a run of words its tables know (an unknown word ends the run),
+    and :func:`_periods` keeps one only when it holds a digit or two words that are not filler
+    (a relative date alone, "yesterday", is found by :func:`_relative`'s pattern). So a question
+    with no digit and no run of known words holding two such words names no time the search
+    could give, and most questions are of that kind; the search costs about as much as the rest
+    of a recall. Only for :data:`_PREFILTERED` languages: for any other, ``True``.
+    """
+    if _DIGIT.search(query):
+        return True
+    if not set(languages) <= _PREFILTERED:
+        return True
+    vocabulary = _date_words(languages)
+    filler = _filler(languages)
+    named = 0  # the words of the current run of known words that are not filler
+    for word in _WORD.findall(query):
+        word = word.lower()
+        if not word.isascii():  # read accent-folded by dateparser: it may be a known word
+            return True
+        if word not in vocabulary:
+            named = 0
+        elif word not in filler:
+            named += 1
+            if named >= 2:
+                return True
+    return False
+
+
 @functools.lru_cache(maxsize=1024)
 def _periods(query: str, base: datetime, languages: tuple[str, ...]) -> tuple[Period, ...]:
     from dateparser.search import search_dates
 
     settings = {**_SETTINGS, "RELATIVE_BASE": base}
-    try:
-        found = search_dates(query, languages=list(languages), settings=settings) or []
-    except (ValueError, OverflowError, TypeError):  # the library's own limits: no time read
-        return ()
+    found: list[tuple[str, datetime]] = []
+    if _may_name_a_date(query, languages):
+        try:
+            found = search_dates(query, languages=list(languages), settings=settings) or []
+        except (ValueError, OverflowError, TypeError):  # the library's own limits: no time read
+            return ()
     periods: list[Period] = []
     filler = _filler(languages)
     relative, pattern = _relative(languages)
