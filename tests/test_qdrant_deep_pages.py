@@ -30,7 +30,7 @@ def _open(engine: str, path: Path, **kwargs: Any) -> QdrantStore:
     """``embedded``; ``uncached``: embedded without its payload cache (every read goes to the
     engine); ``memory``: qdrant-client's local mode, the server path."""
     if engine == "uncached":
-        kwargs["options"] = {**kwargs.get("options", {}), "cache_items": 0}
+        kwargs["options"] = {**kwargs.get("options", {}), "cache_bytes": 0}
     return QdrantStore(":memory:" if engine == "memory" else path, **kwargs)
 
 

@@ -43,6 +43,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, MatchCondition, 
 from langgraph.store.memory import InMemoryStore
 
 from langmem_plugin.stores.qdrant import QdrantStore
+from langmem_plugin.stores.qdrant._cache import CACHE_BYTES
 from langmem_plugin.testing import FakeEmbeddings
 from tests.store_contract import FakeClock
 
@@ -225,15 +226,15 @@ def _run(store: QdrantStore, clock: FakeClock, seed: int, batches: int) -> None:
 
 
 # The payload cache as it comes (every item fits), off, and tiny (most reads miss, entries are evicted).
-@pytest.mark.parametrize(("seed", "cache_items"), [(1, 100_000), (2, 0), (3, 5)])
-def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int, cache_items: int) -> None:
+@pytest.mark.parametrize(("seed", "cache_bytes"), [(1, CACHE_BYTES), (2, 0), (3, 3_000)])
+def test_embedded_store_agrees_with_in_memory_store(tmp_path: Path, seed: int, cache_bytes: int) -> None:
     clock = FakeClock()
     index = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
     with QdrantStore(
         tmp_path / "s",
         index=index,  # type: ignore[arg-type]
         search={"mode": "dense"},
-        options={"clock": clock, "cache_items": cache_items},
+        options={"clock": clock, "cache_bytes": cache_bytes},
     ) as store:
         _run(store, clock, seed, batches=700)
 

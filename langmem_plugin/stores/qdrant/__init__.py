@@ -12,6 +12,9 @@ written once, with no I/O, as steps (:mod:`langmem_plugin.core.steps`):
 - ``_maintenance``: the steps of a TTL sweep, an export page and an import;
 - ``_engine``: the ``Engine`` protocol; ``_edge`` and ``_remote`` the two engines
   (``_cache`` the embedded engine's payload cache, ``_lock`` its directory lock);
+- ``_opening``: the engine a store's ``path``, ``url`` or ``client`` means, and a temporary
+  store's directory (opened in the background, removed with the store);
+- ``_embedding``: the embedding requests carried out with the store's ``Embeddings``;
 - ``_store``: ``QdrantStore``, which carries the requests out, blocking or awaited.
 """
 

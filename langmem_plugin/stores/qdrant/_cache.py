@@ -20,6 +20,12 @@ Entries hold the value as its JSON text: every read decodes a fresh copy, so
 nothing a caller does to a returned value reaches the cache. Keys are the
 point UUIDs as integers (what ``uuid.UUID.int`` gives, the cheapest thing to
 take from the engine's ids).
+
+The cache is bounded by the bytes its entries take (:func:`entry_bytes`: the
+strings an entry holds plus a fixed cost per entry), not by a number of points:
+values range from a few words to passages of kilobytes, so a bound in points
+would let a store of long texts grow the process without limit in practice.
+Once the budget is reached, the least recently used entries make room.
 """
 
 from __future__ import annotations
@@ -31,10 +37,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["CACHE_ITEMS", "SELECTABLE", "PayloadCache", "uuid_key"]
+__all__ = ["CACHE_BYTES", "SELECTABLE", "PayloadCache", "entry_bytes", "uuid_key"]
 
-#: The default capacity, in points (measured: ≈ 260 bytes each plus the value's JSON).
-CACHE_ITEMS = 100_000
+#: The default budget, in bytes of the process's heap (64 MiB, as :func:`entry_bytes` counts them).
+CACHE_BYTES = 64 * 2**20
+
+# What an entry costs beyond its strings: the tuple, its numbers, the int key and the map's slot
+# (tests/test_qdrant_cache.py compares the count with tracemalloc's).
+_ENTRY_OVERHEAD = 240
 
 # json.loads without its wrapper and whitespace checks (the text is json.dumps output): ≈ 2x faster.
 _decode = json.JSONDecoder().raw_decode
@@ -95,6 +105,15 @@ def entry_of(point_id: str, payload: Mapping[str, Any]) -> Entry:
     )
 
 
+def entry_bytes(entry: Entry) -> int:
+    """What ``entry`` takes of the heap, about: its own strings (the namespace is shared: not
+    counted) plus a fixed cost per entry."""
+    strings = sys.getsizeof(entry.value_json) + sys.getsizeof(entry.id) + sys.getsizeof(entry.key)
+    if entry.index_hash is not None:
+        strings += sys.getsizeof(entry.index_hash)
+    return _ENTRY_OVERHEAD + strings
+
+
 _KEPT = frozenset(Entry._fields) - {"id", "value_json"}
 
 #: The payload fields an entry gives as the engine would (:meth:`Entry.select`; ``index_hash`` is
@@ -109,14 +128,16 @@ class PayloadCache:
     """A bounded, thread-safe LRU map of point key → :class:`Entry` with a write generation.
 
     Args:
-        capacity: how many points to keep (0: keep none; every read goes to the engine).
+        budget: how many bytes its entries may take (:func:`entry_bytes`; 0: keep none, every
+            read goes to the engine). An entry larger than the whole budget is not kept.
     """
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._generation = 0
+        self._bytes = 0  # entry_bytes of every entry held
         #: Lookups answered here, and lookups that went to the engine (for benchmarks and tests).
         self.hits = 0
         self.misses = 0
@@ -140,7 +161,12 @@ class PayloadCache:
 
     @property
     def enabled(self) -> bool:
-        return self.capacity > 0
+        return self.budget > 0
+
+    @property
+    def bytes(self) -> int:
+        """What the entries held take (:func:`entry_bytes`), at most :attr:`budget`."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -182,29 +208,45 @@ class PayloadCache:
             changes["value_json"] = json.dumps(fields["value"], ensure_ascii=False)
         with self._lock:
             self._generation += 1
+            held = self._entries
             for key in keys:
-                entry = self._entries.get(key)
+                entry = held.get(key)
                 if entry is not None:
-                    self._entries[key] = entry._replace(**changes)
+                    new = held[key] = entry._replace(**changes)
+                    self._bytes += entry_bytes(new) - entry_bytes(entry)
+            self._evict()
 
     def dropped(self, keys: Iterable[int]) -> None:
         """After a delete landed (or a write that may have landed in part failed): forget the points."""
         with self._lock:
             self._generation += 1
             for key in keys:
-                self._entries.pop(key, None)
+                entry = self._entries.pop(key, None)
+                if entry is not None:
+                    self._bytes -= entry_bytes(entry)
 
     def clear(self) -> None:
         with self._lock:
             self._generation += 1
             self._entries.clear()
+            self._bytes = 0
 
     def _put(self, entries: Iterable[tuple[int, Entry]]) -> None:
-        if not self.capacity:
+        if not self.budget:
             return
         held = self._entries
         for key, entry in entries:
+            old = held.get(key)
+            if old is not None:
+                self._bytes -= entry_bytes(old)
             held[key] = entry
             held.move_to_end(key)
-        while len(held) > self.capacity:
-            held.popitem(last=False)
+            self._bytes += entry_bytes(entry)
+            self._evict()  # within the loop: a big batch never holds more than the budget
+
+    def _evict(self) -> None:
+        """The least recently used entries go until the rest fit the budget."""
+        held = self._entries
+        while self._bytes > self.budget:
+            _, entry = held.popitem(last=False)
+            self._bytes -= entry_bytes(entry)

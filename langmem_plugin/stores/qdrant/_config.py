@@ -21,7 +21,7 @@ from langmem_plugin.core.embeddings import embedding_dims, known_dims, resolve_e
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.stores._common import Clock, TTLSettings, lexical_fields_of, utc_clock
-from langmem_plugin.stores.qdrant._cache import CACHE_ITEMS
+from langmem_plugin.stores.qdrant._cache import CACHE_BYTES
 from langmem_plugin.stores.qdrant._calls import Fusion, SearchMode
 from langmem_plugin.stores.qdrant._layout import FilterIndexType, filter_index_fields
 
@@ -44,6 +44,12 @@ __all__ = [
 OPTIMIZE_EVERY = 10_000
 
 _MODES = ("hybrid", "dense", "lexical")
+
+# Options that were renamed: the old name, and what to write instead.
+_RENAMED = {
+    "cache_items": "cache_bytes (the payload cache is bounded by memory now, not by a count of items): "
+    "options={'cache_bytes': 64 * 2**20} (the default), or 0 for no cache",
+}
 _FUSIONS = ("rrf", "dbsf")
 
 
@@ -92,11 +98,11 @@ class QdrantOptions(TypedDict, total=False):
     build (default 10,000): the write that crosses it pauses for a bounded build (at most 20,000 points
     are indexed or merged at once). None: only when ``optimize()`` is called; until then searches scan
     un-indexed points exactly."""
-    cache_items: int
-    """Embedded only: how many items to keep in process (most recently written or read; default
-    100,000; each ≈ 260 bytes plus its value's JSON). Once it answers most lookups, searches take only
-    ids and scores from the engine; the store is its directory's only writer, so the cache is always
-    current. 0: no cache."""
+    cache_bytes: int
+    """Embedded only: how many bytes of this process's memory the items kept in process may take
+    (the most recently written or read; default 64 MiB: each item its value's JSON text plus a few
+    hundred bytes). Once it answers most lookups, searches take only ids and scores from the engine;
+    the store is its directory's only writer, so the cache is always current. 0: no cache."""
     retries: int
     """Server only: how many times a call is made again after a transient failure (no answer in
     transport, or a 429/502/503/504), waiting 0.25 s, 0.5 s, ... (with jitter) between tries. Every call
@@ -115,7 +121,7 @@ class Tuning:
     durable: bool = False
     filter_indexes: tuple[tuple[str, FilterIndexType], ...] = ()
     optimize_every: int | None = OPTIMIZE_EVERY
-    cache_items: int = CACHE_ITEMS
+    cache_bytes: int = CACHE_BYTES
     retries: int = 2
     aclient: AsyncQdrantClient | None = None
     clock: Clock = utc_clock
@@ -134,6 +140,9 @@ def tuning(options: QdrantOptions | None) -> Tuning:
         ConfigurationError: an unknown key, or a value out of range (the message names the fix).
     """
     options = options or {}
+    for old, fix in _RENAMED.items():
+        if old in options:
+            raise ConfigurationError(f"QdrantStore option {old!r} was replaced. Fix: use {fix}.")
     unknown = set(options) - set(QdrantOptions.__annotations__)
     if unknown:
         known = sorted(QdrantOptions.__annotations__)
@@ -156,19 +165,19 @@ def tuning(options: QdrantOptions | None) -> Tuning:
         "a number of retries >= 0",
         "options={'retries': 2} (the default), or 0 to fail on the first transient error",
     )
-    cache_items = options.get("cache_items", CACHE_ITEMS)
+    cache_bytes = options.get("cache_bytes", CACHE_BYTES)
     _check_count(
-        "cache_items",
-        cache_items,
+        "cache_bytes",
+        cache_bytes,
         0,
-        "a number of items >= 0",
-        "options={'cache_items': 100_000} (the default), or 0 to read every item from the engine",
+        "a number of bytes >= 0",
+        "options={'cache_bytes': 64 * 2**20} (the default), or 0 to read every item from the engine",
     )
     return Tuning(
         durable=bool(options.get("durable", False)),
         filter_indexes=indexes,
         optimize_every=optimize_every,
-        cache_items=cache_items,
+        cache_bytes=cache_bytes,
         retries=retries,
         aclient=options.get("aclient"),
         clock=options.get("clock") or utc_clock,

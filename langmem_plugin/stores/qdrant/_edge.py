@@ -66,7 +66,7 @@ from langmem_plugin.errors import (
     StoreFileError,
 )
 from langmem_plugin.stores.qdrant._cache import (
-    CACHE_ITEMS,
+    CACHE_BYTES,
     PayloadCache,
     entry_of,
     uuid_key,
@@ -137,7 +137,7 @@ class EdgeEngine:
         lexical_fields: the ``lexical_fields`` (recorded; None: the embedded texts).
         optimize_every: build the HNSW index once this many points were written since the last
             build (None: only when :meth:`optimize` is called).
-        cache_items: how many points' payloads to keep in process (:mod:`._cache`; 0: none).
+        cache_bytes: how many bytes the payloads kept in process may take (:mod:`._cache`; 0: none).
         embedder: the ``embedder_id`` of the store's embedder (None: unknown, or no index).
     """
 
@@ -151,7 +151,7 @@ class EdgeEngine:
         fields: tuple[str, ...] | None = None,
         lexical_fields: tuple[str, ...] | None = None,
         optimize_every: int | None = OPTIMIZE_EVERY,
-        cache_items: int = CACHE_ITEMS,
+        cache_bytes: int = CACHE_BYTES,
         embedder: str | None = None,
     ) -> None:
         self.path = path
@@ -175,7 +175,7 @@ class EdgeEngine:
         self._batches = threading.RLock()  # one journaled batch at a time
         self._unfinished = False  # a journaled batch failed part-way in this process: finish it first
         #: Payloads of the points written or read lately: searches read ids and scores only.
-        self.cache = PayloadCache(cache_items)
+        self.cache = PayloadCache(cache_bytes)
         self.reads = EdgeReads(self.cache)
 
     @property

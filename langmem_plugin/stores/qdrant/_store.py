@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import copy
 import os
 import shutil
@@ -22,7 +20,7 @@ from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 
 from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
-from langmem_plugin.core.embeddings import embedder_id, embedding_calls
+from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.steps import arun_steps, run_steps
 from langmem_plugin.errors import ConfigurationError, StoreError
 from langmem_plugin.stores._common import TTLSweeper
@@ -30,7 +28,7 @@ from langmem_plugin.stores._transfer import StoredItem
 from langmem_plugin.stores._validation import CheckedStore, validate_namespace
 from langmem_plugin.stores.qdrant._batch import run_batch
 from langmem_plugin.stores.qdrant._bounded import run_bounded
-from langmem_plugin.stores.qdrant._calls import Call, EmbedDocuments, EmbedQueries, SearchMode
+from langmem_plugin.stores.qdrant._calls import Call, SearchMode
 from langmem_plugin.stores.qdrant._candidates import TermVerdicts, run_candidates
 from langmem_plugin.stores.qdrant._config import (
     QdrantIndexConfig,
@@ -42,24 +40,24 @@ from langmem_plugin.stores.qdrant._config import (
     with_dims,
 )
 from langmem_plugin.stores.qdrant._edge import EdgeEngine
-from langmem_plugin.stores.qdrant._engine import Engine
+from langmem_plugin.stores.qdrant._embedding import EmbedCall, aembed, embed
 from langmem_plugin.stores.qdrant._layout import to_us
 from langmem_plugin.stores.qdrant._lock import ACROSS_PROCESSES
 from langmem_plugin.stores.qdrant._maintenance import run_export_page, run_import, run_sweep
+from langmem_plugin.stores.qdrant._opening import (
+    MEMORY,
+    OPEN_LATER,
+    Gate,
+    engine_for,
+    open_in_background,
+    removal,
+)
 from langmem_plugin.stores.qdrant._scrub import SCRUB_NOW_POINTS, Scrubbed
 
 if TYPE_CHECKING:  # qdrant-client takes about a second to import: imported for url=/client=/':memory:'
     from qdrant_client import QdrantClient
 
 __all__ = ["QdrantIndexConfig", "QdrantOptions", "QdrantSearchConfig", "QdrantStore"]
-
-#: The ``path`` that means qdrant-client's in-process local mode (as in ``sqlite3.connect``).
-MEMORY = ":memory:"
-
-#: Set while :meth:`QdrantStore.temporary` constructs: the engine is opened in the background.
-_WRITE_REASON = "by a QdrantStore to embed the texts a write stores (nothing of the write was stored)"
-_SEARCH_REASON = "by a QdrantStore to embed a search's query"
-_OPEN_LATER: contextvars.ContextVar[bool] = contextvars.ContextVar("langmem_open_later", default=False)
 
 
 class QdrantStore(CheckedStore):
@@ -152,7 +150,7 @@ class QdrantStore(CheckedStore):
             the sweeper starts with the store).
         search: how queries rank (:class:`QdrantSearchConfig`).
         options: the tuning knobs (:class:`QdrantOptions`: ``durable``, ``filter_indexes``,
-            ``optimize_every``, ``cache_items``, ``retries``, ``aclient``, ``clock``).
+            ``optimize_every``, ``cache_bytes``, ``retries``, ``aclient``, ``clock``).
 
     Raises:
         ConfigurationError: not exactly one place, or a bad config value (the message names the fix).
@@ -178,13 +176,6 @@ class QdrantStore(CheckedStore):
         search: QdrantSearchConfig | None = None,
         options: QdrantOptions | None = None,
     ) -> None:
-        given = [name for name, v in (("path", path), ("url", url), ("client", client)) if v]
-        if len(given) != 1:
-            raise ConfigurationError(
-                f"QdrantStore needs exactly one of path=, url= or client=, got {given or 'none'}. "
-                "Fix: QdrantStore('./memory') for the embedded engine, QdrantStore(':memory:') for a "
-                "throwaway one, or url='http://localhost:6333'."
-            )
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self._config, self._embeddings = batch_config(index, search, ttl)
@@ -192,45 +183,17 @@ class QdrantStore(CheckedStore):
         self._verdicts = TermVerdicts()  # shared with views: same data
         knobs = tuning(options)
         self._clock = knobs.clock
-        self._engine: Engine
-        local = isinstance(path, str) and path == MEMORY
-        embedded = bool(path) and not local
-        if embedded:
-            assert path is not None
-            self._engine = EdgeEngine(
-                Path(path),
-                dims=self._config.dims,
-                durable=knobs.durable,
-                filter_indexes=knobs.filter_indexes,
-                fields=self._config.fields,
-                lexical_fields=self._config.lexical_fields,
-                optimize_every=knobs.optimize_every,
-                cache_items=knobs.cache_items,
-                embedder=embedder,
-            )
-        else:
-            from qdrant_client import AsyncQdrantClient, QdrantClient
-
-            from langmem_plugin.stores.qdrant._remote import ClientEngine, Retries
-
-            owns = client is None
-            aclient = knobs.aclient
-            if url:  # no version check in the constructor (a thread doing I/O): setup() checks it
-                client = QdrantClient(url=url, api_key=api_key, check_compatibility=False)
-                aclient = AsyncQdrantClient(url=url, api_key=api_key, check_compatibility=False)
-            elif local:
-                client = QdrantClient(location=MEMORY)
-            assert client is not None  # exactly one place was given
-            self._engine = ClientEngine(
-                client,
-                aclient=aclient,
-                collection=collection,
-                dims=self._config.dims,
-                owns=owns,
-                filter_indexes=knobs.filter_indexes,
-                retries=Retries(retries=knobs.retries),
-                embedder=embedder,
-            )
+        self._engine = engine_for(
+            path,
+            url=url,
+            api_key=api_key,
+            client=client,
+            collection=collection,
+            config=self._config,
+            knobs=knobs,
+            embedder=embedder,
+        )
+        embedded = isinstance(self._engine, EdgeEngine)
         self._sweeper = (
             TTLSweeper(self.sweep_ttl, self._config.ttl.sweep_interval_minutes)
             if self._config.ttl.sweep_interval_minutes
@@ -239,13 +202,13 @@ class QdrantStore(CheckedStore):
         self._setup_lock = threading.Lock()
         # embedded (where the path lock turns other processes away) or ":memory:": this store and
         # its views are the data's one writer
-        sole = (embedded and ACROSS_PROCESSES) or local
+        sole = ACROSS_PROCESSES if embedded else path == MEMORY
         self._item_limits: ItemLimits = "shared" if sole else "process"
         self._writer_lock = threading.Lock()  # shared with the views: one lock for the one writer
         self._owner = True
         self._ready = False  # the engine is open and the sweeper started
         self._removal: weakref.finalize[Any, QdrantStore] | None = None  # set by temporary()
-        if embedded and not _OPEN_LATER.get() and not self._dims_unknown:
+        if embedded and not OPEN_LATER.get() and not self._dims_unknown:
             self._engine.open()  # embedded: lock and load now (see the class docstring)
 
     @classmethod
@@ -276,21 +239,18 @@ class QdrantStore(CheckedStore):
         (True, None, False)
         """
         directory = Path(tempfile.mkdtemp(prefix="langmem-memory-"))
-        token = _OPEN_LATER.set(True)  # a new directory: no lock to take, no config to check
+        token = OPEN_LATER.set(True)  # a new directory: no lock to take, no config to check
         try:
             store = cls(directory, index=index, ttl=ttl, search=search, options=options)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         finally:
-            _OPEN_LATER.reset(token)
-        gate = _Gate()
-        store._removal = weakref.finalize(store, _close_and_remove, store._engine, directory, gate)
-        if store._dims_unknown:  # the first use learns them, then opens
-            return store
-        # the first use's setup() opens it too: it waits for this one, or opens it and raises
-        opening = (store._engine, gate)
-        threading.Thread(target=_open_quietly, args=opening, name="langmem-open", daemon=True).start()
+            OPEN_LATER.reset(token)
+        gate = Gate()
+        store._removal = removal(store, store._engine, directory, gate)
+        if not store._dims_unknown:  # else the first use learns them, then opens
+            open_in_background(store._engine, gate)  # the first use's setup() waits for it
         return store
 
     @property
@@ -616,21 +576,13 @@ class QdrantStore(CheckedStore):
     # ------------------------------------------------------------------ the two ways to carry out a request
 
     def _do(self, call: Call) -> Any:
-        if isinstance(call, EmbedDocuments):
-            with embedding_calls(self._embedder(), _WRITE_REASON):
-                return self._embedder().embed_documents(list(call.texts))
-        if isinstance(call, EmbedQueries):
-            with embedding_calls(self._embedder(), _SEARCH_REASON):
-                return [self._embedder().embed_query(text) for text in call.texts]
+        if isinstance(call, EmbedCall):
+            return embed(self._embedder(), call)
         return self._engine.execute(call)
 
     async def _ado(self, call: Call) -> Any:
-        if isinstance(call, EmbedDocuments):
-            with embedding_calls(self._embedder(), _WRITE_REASON):
-                return await self._embedder().aembed_documents(list(call.texts))
-        if isinstance(call, EmbedQueries):
-            with embedding_calls(self._embedder(), _SEARCH_REASON):
-                return list(await asyncio.gather(*(self._embedder().aembed_query(t) for t in call.texts)))
+        if isinstance(call, EmbedCall):
+            return await aembed(self._embedder(), call)
         return await self._engine.aexecute(call)
 
     def _embedder(self) -> Embeddings:
@@ -639,28 +591,3 @@ class QdrantStore(CheckedStore):
 
     def __repr__(self) -> str:
         return f"QdrantStore({self._engine.describe()}, dims={self._config.dims}, mode={self._config.mode!r})"
-
-
-class _Gate:
-    """Orders a temporary store's background open and its removal: no open after the removal."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.removed = False
-
-
-def _open_quietly(engine: Engine, gate: _Gate) -> None:
-    """Open a temporary store's engine ahead of its first use (which raises any error itself)."""
-    with gate.lock, contextlib.suppress(Exception):
-        if not gate.removed:  # closed before this thread ran: nothing to create
-            engine.open()
-
-
-def _close_and_remove(engine: Engine, directory: Path, gate: _Gate) -> None:
-    """Close a temporary store's engine and remove its directory (once: a ``weakref.finalize``)."""
-    with gate.lock:
-        gate.removed = True
-        try:
-            engine.close()
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
