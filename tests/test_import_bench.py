@@ -57,12 +57,15 @@ def test_word_pieces_hold_every_word_once_in_200_token_pieces() -> None:
     assert "".join("".join(p.split()) for p in pieces) == "".join(text.split())  # each character once
 
 
-def test_the_stream_bench_reports_each_chat_with_its_rss(tmp_path: Path) -> None:
+def test_the_stream_bench_reports_each_chat_with_its_rss_then_times_recalls(tmp_path: Path) -> None:
     from langmem_plugin.bench.import_history import measure_stream
 
     lines: list[str] = []
-    seen = measure_stream(3, exchanges=5, workdir=tmp_path, progress=lines.append)
-    assert [turns for turns, _, _ in seen] == [5, 10, 15]
-    assert all(rss > 10 for _, _, rss in seen)
+    run = measure_stream(3, exchanges=5, recalls=4, workdir=tmp_path, progress=lines.append)
+    assert [turns for turns, _, _ in run.chats] == [5, 10, 15]
+    assert all(rss > 10 for _, _, rss in run.chats)
     assert len(lines) == 3
     assert lines[-1].startswith("3 conversations, 15 turns")
+    assert len(run.recall_ms) == 4
+    assert all(ms > 0 for ms in run.recall_ms)
+    assert run.recall_line().startswith("4 recalls: p50 ")

@@ -15,7 +15,9 @@
   is the reference); and the facts recall finds after each import;
 - :func:`measure_stream` (``--stream N``): N generated chats streamed through
   :meth:`~langmem_plugin.Memory.import_histories`, one progress line per chat with the
-  process's resident memory (RSS), to see that it stays flat.
+  process's resident memory (RSS), to see that it stays flat; then ``--recalls`` recalls (a
+  question of a random chat, from that chat's thread), timed, to see what the store's bounded
+  payload cache costs the reads.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +43,7 @@ from langmem_plugin.services.remember import ImportReport, import_history
 
 __all__ = [
     "ImportRun",
+    "StreamRun",
     "locomo_history",
     "main",
     "measure_import",
@@ -222,19 +227,43 @@ def _rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
+@dataclass
+class StreamRun:
+    """What :func:`measure_stream` saw: per chat ``(turns done, seconds, RSS MB)``, and the recalls."""
+
+    chats: list[tuple[int, float, float]]
+    #: Each timed recall's milliseconds, in the order made.
+    recall_ms: list[float]
+    #: RSS after the recalls, in MB.
+    rss_after_recalls: float
+
+    def recall_line(self) -> str:
+        """p50 / p95 of the recalls, and RSS after them."""
+        if not self.recall_ms:
+            return "no recalls"
+        ms = sorted(self.recall_ms)
+        p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+        return (
+            f"{len(ms)} recalls: p50 {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms; "
+            f"RSS after them {self.rss_after_recalls:.0f} MB"
+        )
+
+
 def measure_stream(
     chats: int = 100,
     *,
     exchanges: int = 20,
+    recalls: int = 0,
     embeddings: Any = None,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = print,
-) -> list[tuple[int, float, float]]:
-    """``chats`` generated chats streamed through ``Memory(path=...).import_histories``.
+) -> StreamRun:
+    """``chats`` generated chats streamed through ``Memory(path=...).import_histories``, then recalls.
 
     ``embeddings`` default: ``FakeEmbeddings(384)`` (hashing, no model), so the run measures
-    the import's pipeline and the store, not the embedder. Returns, per chat, ``(turns done,
-    seconds, RSS MB)`` as the progress callback saw them at the chat's end.
+    the import's pipeline and the store, not the embedder. Each chat's first question is kept;
+    after the import, ``recalls`` of them (chats drawn at random, seeded) are recalled from their
+    chat's thread through ``Memory.recall``, each timed.
     """
     from langmem_plugin import Memory
     from langmem_plugin.bench.longchat import make_long_chat
@@ -242,10 +271,12 @@ def measure_stream(
     from langmem_plugin.testing import FakeEmbeddings
 
     sessions = max(1, exchanges // 5)
+    questions: list[str] = []
 
     def conversations() -> Any:
         for n in range(chats):
             chat = make_long_chat(n, sessions=sessions, exchanges=exchanges, facts=0)
+            questions.append(chat.sessions[0]["messages"][0]["content"])
             yield f"chat-{n}", chat.sessions
 
     seen: list[tuple[int, float, float]] = []
@@ -260,12 +291,21 @@ def measure_stream(
                 progress(f"{p} — RSS {seen[-1][2]:.0f} MB")
 
     embedder = embeddings or FakeEmbeddings(384)
+    spent: list[float] = []
     with (
         tempfile.TemporaryDirectory(dir=workdir) as tmp,
         Memory(path=Path(tmp) / "m", embeddings=embedder) as memory,
     ):
         memory.import_histories(conversations(), {"configurable": {"user_id": "u"}}, on_progress=on_progress)
-    return seen
+        rng = random.Random(0)
+        for _ in range(recalls):
+            n = rng.randrange(chats)
+            config: Any = {"configurable": {"user_id": "u", "thread_id": f"chat-{n}"}}
+            started = time.perf_counter()
+            memory.recall(questions[n], config)
+            spent.append(1000 * (time.perf_counter() - started))
+        run = StreamRun(seen, spent, _rss_mb())
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
@@ -278,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     parser.add_argument("--longchat", type=int, default=None, metavar="EXCHANGES", help="the long chat")
     parser.add_argument("--embedders", default="float,int8", help="with --longchat")
     parser.add_argument("--stream", type=int, default=None, metavar="CHATS", help="stream CHATS chats")
+    parser.add_argument("--recalls", type=int, default=200, help="with --stream: recalls timed after it")
     args = parser.parse_args(argv)
     if args.longchat:
         sessions = max(1, min(50, args.longchat // 5))
@@ -294,8 +335,11 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
             )
         return []
     if args.stream:
-        seen = measure_stream(args.stream)
-        print(f"RSS after chat 1: {seen[0][2]:.0f} MB, after chat {len(seen)}: {seen[-1][2]:.0f} MB")
+        stream = measure_stream(args.stream, recalls=args.recalls)
+        for n in sorted({1, 10, 25, 50, 100, len(stream.chats)} & set(range(1, len(stream.chats) + 1))):
+            turns, seconds, rss = stream.chats[n - 1]
+            print(f"after chat {n}: {turns} turns, {seconds:.1f} s, RSS {rss:.0f} MB")
+        print(stream.recall_line())
         return []
     from langmem_plugin.core.embeddings import MiniLMEmbeddings
 
