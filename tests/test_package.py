@@ -199,6 +199,7 @@ LAYERS = {
     "doctor": 5,
     "cli": 5,
     "demo": 5,
+    "demo_script": 5,
     "__main__": 5,
     "__init__": 5,
 }
