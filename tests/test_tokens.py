@@ -4,6 +4,8 @@ import threading
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
 from langchain_openai import ChatOpenAI
 
@@ -129,3 +131,19 @@ def test_install_is_idempotent_and_keeps_the_registry_offline() -> None:
     for name in tokens.SUPPORTED_ENCODINGS:
         constructor = tiktoken.registry.ENCODING_CONSTRUCTORS[name]
         assert name in tiktoken.registry.ENCODINGS or constructor.__name__.endswith("_offline")
+
+
+_PIECE = st.sampled_from([*"ab Z9/.\r\t'-_é日\u00a0\u2028", "<|endoftext|>", "'s", " the", "...", "12345"])
+_LINE = st.lists(_PIECE, max_size=8).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, max_size=6), st.sampled_from(["gpt-4o", "gpt-4"]))
+def test_a_text_counted_line_by_line_counts_as_the_whole(lines: list[str], model: str) -> None:
+    """``count_lines_tokens`` sums its lines only where no piece of the encoding spans a break:
+    whatever the lines (empty, starting with whitespace or '/', special-token text), the count is
+    the whole text's."""
+    text = "\n".join(lines)
+    assert tokens.count_lines_tokens(text, model=model) == len(
+        tiktoken.get_encoding(tokens.encoding_name_for_model(model)).encode(text, disallowed_special=())
+    )

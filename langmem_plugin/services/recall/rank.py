@@ -48,7 +48,7 @@ from langmem_plugin.core.fence import entry as fenced_entry
 from langmem_plugin.core.record import MemoryRecord, utc_now
 from langmem_plugin.core.scope import Scope
 from langmem_plugin.core.times import TimeLike, read_time
-from langmem_plugin.core.tokens import count_tokens
+from langmem_plugin.core.tokens import count_lines_tokens, count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, access_ops, to_stored, write_steps
@@ -508,8 +508,11 @@ def recall_steps(
     sections = {"memories": memories.text(), "knowledge": knowledge.text(), "plan": plan_fit.text()}
     sections["run"] = run_section(run_memory, budgets.run, config.model)
     prompt = fence([text for text in sections.values() if text])
-    tokens = {name: count_tokens(text, model=config.model) if text else 0 for name, text in sections.items()}
-    tokens["total"] = count_tokens(prompt, model=config.model) if prompt else 0
+    # counted from the lines the fitting counted already (exact: see count_lines_tokens)
+    tokens = {
+        name: count_lines_tokens(text, model=config.model) if text else 0 for name, text in sections.items()
+    }
+    tokens["total"] = count_lines_tokens(prompt, model=config.model) if prompt else 0
 
     for memory, outcome in dropped:
         hit = signals.get((memory.namespace, memory.id))
