@@ -61,11 +61,15 @@ def test_the_stream_bench_reports_each_chat_with_its_rss_then_times_recalls(tmp_
     from langmem_plugin.bench.import_history import measure_stream
 
     lines: list[str] = []
-    run = measure_stream(3, exchanges=5, recalls=4, workdir=tmp_path, progress=lines.append)
-    assert [turns for turns, _, _ in run.chats] == [5, 10, 15]
-    assert all(rss > 10 for _, _, rss in run.chats)
-    assert len(lines) == 3
-    assert lines[-1].startswith("3 conversations, 15 turns")
+    run = measure_stream(5, exchanges=5, users=2, recalls=4, workdir=tmp_path, progress=lines.append)
+    assert [seen.turns for seen in run.chats] == [5, 10, 15, 20, 25]  # users' imports add up
+    seconds = [seen.seconds for seen in run.chats]
+    assert seconds == sorted(seconds)
+    assert all(
+        seen.rss > 10 and (seen.anonymous is None or 0 < seen.anonymous <= seen.rss) for seen in run.chats
+    )
+    assert len(lines) == 5
+    assert lines[-1].startswith("5 chats, 25 turns, ")
     assert len(run.recall_ms) == 4
     assert all(ms > 0 for ms in run.recall_ms)
     assert run.recall_line().startswith("4 recalls: p50 ")

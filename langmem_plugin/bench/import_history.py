@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.embeddings import Embeddings
 
@@ -42,6 +42,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.services.remember import ImportReport, import_history
 
 __all__ = [
+    "ChatSeen",
     "ImportRun",
     "StreamRun",
     "locomo_history",
@@ -218,20 +219,37 @@ def measure_longchat_import(
     return sum(spent) / len(spent), len(pieces), runs
 
 
-def _rss_mb() -> float:
-    """The process's resident memory now, in MB (Linux), else its peak."""
+def _rss_mb() -> tuple[float, float | None]:
+    """The process's resident memory now, in MB, and the anonymous part of it (Linux: None
+    elsewhere, where the first is the peak): the rest is pages of mapped files (the store's
+    segments), which the kernel takes back when memory is short."""
     try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return int(fields["VmRSS"].split()[0]) / 1e3, int(fields["RssAnon"].split()[0]) / 1e3
+    except (OSError, KeyError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, None
+
+
+class ChatSeen(NamedTuple):
+    """The import as it stood after one chat."""
+
+    turns: int
+    seconds: float
+    rss: float
+    #: The anonymous part of ``rss`` (None where the system does not say).
+    anonymous: float | None
+
+    def line(self, chats: int) -> str:
+        anonymous = f" (anonymous {self.anonymous:.0f})" if self.anonymous is not None else ""
+        return f"{chats} chats, {self.turns} turns, {self.seconds:.1f} s: RSS {self.rss:.0f} MB{anonymous}"
 
 
 @dataclass
 class StreamRun:
-    """What :func:`measure_stream` saw: per chat ``(turns done, seconds, RSS MB)``, and the recalls."""
+    """What :func:`measure_stream` saw: the import after each chat, and the recalls."""
 
-    chats: list[tuple[int, float, float]]
+    chats: list[ChatSeen]
     #: Each timed recall's milliseconds, in the order made.
     recall_ms: list[float]
     #: RSS after the recalls, in MB.
@@ -253,6 +271,7 @@ def measure_stream(
     chats: int = 100,
     *,
     exchanges: int = 20,
+    users: int = 1,
     recalls: int = 0,
     embeddings: Any = None,
     workdir: str | Path | None = None,
@@ -260,10 +279,12 @@ def measure_stream(
 ) -> StreamRun:
     """``chats`` generated chats streamed through ``Memory(path=...).import_histories``, then recalls.
 
-    ``embeddings`` default: ``FakeEmbeddings(384)`` (hashing, no model), so the run measures
-    the import's pipeline and the store, not the embedder. Each chat's first question is kept;
-    after the import, ``recalls`` of them (chats drawn at random, seeded) are recalled from their
-    chat's thread through ``Memory.recall``, each timed.
+    The chats are split into ``users`` blocks in order, one ``import_histories`` call per user
+    (one user's memories stop growing at the user compartment's ``max_items``; more users
+    keep the store growing). ``embeddings`` default: ``FakeEmbeddings(384)`` (hashing, no
+    model), so the run measures the import's pipeline and the store, not the embedder. Each
+    chat's first question is kept; after the import, ``recalls`` of them (chats drawn at
+    random, seeded) are recalled from their chat's thread through ``Memory.recall``, each timed.
     """
     from langmem_plugin import Memory
     from langmem_plugin.bench.longchat import make_long_chat
@@ -271,24 +292,23 @@ def measure_stream(
     from langmem_plugin.testing import FakeEmbeddings
 
     sessions = max(1, exchanges // 5)
+    per_user = -(-chats // users)
     questions: list[str] = []
 
-    def conversations() -> Any:
-        for n in range(chats):
+    def conversations(numbers: range) -> Any:
+        for n in numbers:
             chat = make_long_chat(n, sessions=sessions, exchanges=exchanges, facts=0)
             questions.append(chat.sessions[0]["messages"][0]["content"])
             yield f"chat-{n}", chat.sessions
 
-    seen: list[tuple[int, float, float]] = []
-    done = 0
+    seen: list[ChatSeen] = []
+    before, before_chats = ChatSeen(0, 0.0, 0.0, None), 0  # where the users before this one left off
 
     def on_progress(p: ImportProgress) -> None:
-        nonlocal done
-        if p.conversations > done:
-            done = p.conversations
-            seen.append((p.turns, p.seconds, _rss_mb()))
+        if len(seen) < before_chats + p.conversations:
+            seen.append(ChatSeen(before.turns + p.turns, before.seconds + p.seconds, *_rss_mb()))
             if progress is not None:
-                progress(f"{p} — RSS {seen[-1][2]:.0f} MB")
+                progress(seen[-1].line(len(seen)))
 
     embedder = embeddings or FakeEmbeddings(384)
     spent: list[float] = []
@@ -296,15 +316,20 @@ def measure_stream(
         tempfile.TemporaryDirectory(dir=workdir) as tmp,
         Memory(path=Path(tmp) / "m", embeddings=embedder) as memory,
     ):
-        memory.import_histories(conversations(), {"configurable": {"user_id": "u"}}, on_progress=on_progress)
+        for user in range(users):
+            before, before_chats = (seen[-1] if seen else before), len(seen)
+            numbers = range(user * per_user, min(chats, (user + 1) * per_user))
+            memory.import_histories(
+                conversations(numbers), {"configurable": {"user_id": f"u{user}"}}, on_progress=on_progress
+            )
         rng = random.Random(0)
         for _ in range(recalls):
             n = rng.randrange(chats)
-            config: Any = {"configurable": {"user_id": "u", "thread_id": f"chat-{n}"}}
+            config: Any = {"configurable": {"user_id": f"u{n // per_user}", "thread_id": f"chat-{n}"}}
             started = time.perf_counter()
             memory.recall(questions[n], config)
             spent.append(1000 * (time.perf_counter() - started))
-        run = StreamRun(seen, spent, _rss_mb())
+        run = StreamRun(seen, spent, _rss_mb()[0])
     return run
 
 
@@ -319,6 +344,7 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     parser.add_argument("--embedders", default="float,int8", help="with --longchat")
     parser.add_argument("--stream", type=int, default=None, metavar="CHATS", help="stream CHATS chats")
     parser.add_argument("--recalls", type=int, default=200, help="with --stream: recalls timed after it")
+    parser.add_argument("--users", type=int, default=1, help="with --stream: the chats' users")
     args = parser.parse_args(argv)
     if args.longchat:
         sessions = max(1, min(50, args.longchat // 5))
@@ -335,10 +361,10 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
             )
         return []
     if args.stream:
-        stream = measure_stream(args.stream, recalls=args.recalls)
-        for n in sorted({1, 10, 25, 50, 100, len(stream.chats)} & set(range(1, len(stream.chats) + 1))):
-            turns, seconds, rss = stream.chats[n - 1]
-            print(f"after chat {n}: {turns} turns, {seconds:.1f} s, RSS {rss:.0f} MB")
+        stream = measure_stream(args.stream, users=args.users, recalls=args.recalls)
+        marks = {1, 10, 25, 50, 100, 150, 200, 300, 400, len(stream.chats)}
+        for n in sorted(marks & set(range(1, len(stream.chats) + 1))):
+            print(stream.chats[n - 1].line(n))
         print(stream.recall_line())
         return []
     from langmem_plugin.core.embeddings import MiniLMEmbeddings
