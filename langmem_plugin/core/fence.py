@@ -85,6 +85,20 @@ def quote(text: object) -> str:
     ``len(quote(text).splitlines()) == 1`` for every ``text``.
     """
     value = text if isinstance(text, str) else str(text)
+    return _quoted(value) if len(value) <= _KEPT_CHARS else _quote(value)
+
+
+_KEPT_CHARS = 4000
+
+
+@lru_cache(maxsize=4096)
+def _quoted(value: str) -> str:
+    """:func:`_quote` of a string of at most :data:`_KEPT_CHARS` characters, those of the last
+    strings quoted kept (recall quotes the same memories turn after turn)."""
+    return _quote(value)
+
+
+def _quote(value: str) -> str:
     dumped = json.dumps(value, ensure_ascii=False)
     return _SUSPECT.sub(lambda m: _escape_char(m.group()), dumped)
 

@@ -45,6 +45,20 @@ _MIN_TERMS = 6  # a text of fewer words is never a near duplicate (only an exact
 _TERMS = BM25Encoder()  # reads words as the search's BM25 does: stems, no stopwords
 
 
+def _terms(text: str) -> frozenset[int]:
+    """The words of ``text`` as the near-duplicate rule compares them (those of the last short
+    texts read are kept: the same memories are fitted question after question)."""
+    return _short_terms(text) if len(text) <= _KEPT_CHARS else frozenset(_TERMS.encode_query(text).indices)
+
+
+_KEPT_CHARS = 4000
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_terms(text: str) -> frozenset[int]:
+    return frozenset(_TERMS.encode_query(text).indices)
+
+
 @dataclass(frozen=True)
 class FitConfig:
     """How the memories section spends its token budget.
@@ -301,7 +315,7 @@ class MemoriesFitter:
             return None
         content, cut = self._shown(memory)
         day = self._day(memory)
-        terms = frozenset(_TERMS.encode_query(content).indices) if self.config.near_duplicate else frozenset()
+        terms = _terms(content) if self.config.near_duplicate else frozenset()
         if self._repeats(terms, day):
             self.refusal = "duplicate"
             return None
@@ -311,7 +325,7 @@ class MemoriesFitter:
             if fitted is None:
                 return None
             line, cost, content = fitted
-            terms = frozenset(_TERMS.encode_query(content).indices) if self.config.near_duplicate else terms
+            terms = _terms(content) if self.config.near_duplicate else terms
         if day is not None:
             self.days.setdefault(day, []).append((said_order(memory), line))
         else:
