@@ -1,5 +1,6 @@
-"""The learned ranker (issue 36 item 2): the shipped model loads offline from the package, scores
-deterministically, orders a real recall's pool, and the training script runs on a tiny set."""
+"""The learned ranker (issue 36 item 2), recall's default: the shipped model loads offline from the
+package, scores deterministically, cannot undo the fusion's time lift or a strong fused lead, orders a
+real recall's pool, and the training script runs on a tiny set."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from langmem_plugin.core.scope import Scope
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.recall.features import FEATURES
 from langmem_plugin.services.recall.learned import DEFAULT_MODEL, FORMAT, LearnedRanker, default_ranker
-from langmem_plugin.services.recall.pool import pool_steps
+from langmem_plugin.services.recall.pool import pool_limit, pool_steps
 from langmem_plugin.services.recall.retrieval import RetrievalConfig
 from langmem_plugin.services.store_steps import execute
 
@@ -66,9 +67,11 @@ def test_the_shipped_model_loads_from_the_package() -> None:
     ranker = LearnedRanker.load()
     assert ranker.features == FEATURES
     assert default_ranker() is default_ranker()  # read once per process
+    assert RecallConfig().learned_ranker is default_ranker()  # the default ranker
     assert RecallConfig(ranker="learned").learned_ranker is default_ranker()
-    assert RecallConfig().learned_ranker is None  # the default: the hand-set fusion
+    assert RecallConfig(ranker="fusion").learned_ranker is None  # the hand-set fusion, one argument away
     assert RecallConfig(ranker="fusion", retrieval=None).learned_ranker is None
+    assert RecallConfig(retrieval=None).learned_ranker is None  # no signals: the store's own order
 
 
 def test_scores_are_deterministic_probabilities() -> None:
@@ -135,8 +138,64 @@ def test_recall_config_checks_the_ranker() -> None:
     with pytest.raises(ConfigurationError, match="'fusion', 'learned'"):
         RecallConfig(ranker="neural")
     with pytest.raises(ConfigurationError, match="ranker='fusion'"):
-        RecallConfig(ranker="learned", retrieval=None)
+        RecallConfig(ranker=LearnedRanker.load(), retrieval=None)  # a model of your own needs signals
     assert RecallConfig(ranker="fusion", retrieval=None).learned_ranker is None
+    assert RecallConfig(ranker="learned", retrieval=None).learned_ranker is None  # the store's order
+
+
+def test_the_shipped_model_is_anchored_on_the_fusion_and_the_time_lift() -> None:
+    """The trees correct the fused score and the time lift by at most ``clip`` each way and never
+    split on the time lift or the age, so the time lift always adds twice the clip or more."""
+    model = json.loads(DEFAULT_MODEL.read_text())
+    clip, linear = model["clip"], dict(zip(FEATURES, model["linear"], strict=True))
+    assert model["kind"] == "trees"
+    assert clip > 0
+    assert linear["fused"] > 0
+    assert linear["time_lift"] >= 2 * clip
+    assert {name for name, w in linear.items() if w} == {"fused", "time_lift"}
+    split = {
+        FEATURES[f]
+        for fs, ts in zip(model["feature"], model["threshold"], strict=True)
+        for f, t in zip(fs, ts, strict=True)
+        if t is not None
+    }
+    assert "time_lift" not in split
+    assert "age" not in split
+    assert len(split) > 5
+    ranker = LearnedRanker.load()
+    rows = np.random.default_rng(0).normal(size=(400, len(FEATURES)))
+    rows[:, FEATURES.index("time_lift")] = 0.0
+    timed = rows.copy()
+    timed[:, FEATURES.index("time_lift")] = 1.0
+    assert np.allclose(ranker.logits(timed) - ranker.logits(rows), linear["time_lift"])
+    older = rows.copy()
+    older[:, FEATURES.index("age")] += 5.0
+    assert np.allclose(ranker.logits(older), ranker.logits(rows))  # recency is ranking's, not the model's
+    anchor = rows @ np.asarray(model["linear"]) + model["base"]
+    assert np.all(np.abs(ranker.logits(rows) - anchor) <= clip + 1e-9)
+
+
+def test_an_anchored_model_is_its_anchor_plus_the_clipped_trees() -> None:
+    fused, asks = FEATURES.index("fused"), FEATURES.index("asks")
+    linear = [0.0] * len(FEATURES)
+    linear[fused] = 2.0
+    model = {
+        **_model(),
+        "kind": "trees",
+        "base": -1.0,
+        "linear": linear,
+        "clip": 0.5,
+        "feature": [[asks]],
+        "threshold": [[0.5]],
+        "value": [[0.25, -3.0]],  # an asking candidate: -3, clipped to -0.5
+    }
+    rows = np.zeros((2, len(FEATURES)))
+    rows[:, fused] = 1.0
+    rows[1, asks] = 1.0
+    assert LearnedRanker(model).logits(rows).tolist() == [-1.0 + 2.0 + 0.25, -1.0 + 2.0 - 0.5]
+    for bad, message in (({"clip": 0}, "'clip'"), ({"clip": "1"}, "'clip'"), ({"linear": [1.0]}, "'linear'")):
+        with pytest.raises(ConfigurationError, match=message):
+            LearnedRanker({**model, **bad})
 
 
 def test_the_pool_holds_more_than_fusion_keeps_with_a_row_per_candidate(memory: Memory) -> None:
@@ -152,7 +211,8 @@ def test_the_pool_holds_more_than_fusion_keeps_with_a_row_per_candidate(memory: 
     pool = execute(memory.store, steps)
     (hits, empty), (rows, _) = pool.hits, pool.rows  # user memory; this thread's session memory
     assert empty == []
-    assert len(hits) > config.candidates  # the learned ranker reads more than fusion keeps
+    assert pool_limit(RetrievalConfig()) == RetrievalConfig().candidates  # what fusion reads of each list
+    assert len(hits) > config.candidates  # the learned ranker orders more than fusion keeps
     assert len(rows) == len(hits)
     assert all(len(row) == len(FEATURES) and all(math.isfinite(v) for v in row) for row in rows)
     cover = FEATURES.index("query_cover")

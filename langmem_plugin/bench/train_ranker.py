@@ -10,11 +10,11 @@ Two steps, so that trying a model costs seconds rather than an import:
    the way recall searches it with ``RecallConfig(ranker="learned")``; each candidate's features
    (:func:`~langmem_plugin.services.recall.features.candidate_features`), whether it carries an
    evidence turn, and its token cost are written to one ``.npz`` cache file;
-2. ``train``: logistic models and small gradient-boosted tree ensembles over those features,
-   fitted on the conversations named by ``--train``; the one chosen on those named by ``--valid``
-   (by the evidence an injection of the ranked pool within the token budget would carry) is
-   written as the JSON file
-   :class:`~langmem_plugin.services.recall.learned.LearnedRanker` loads.
+2. ``train``: small gradient-boosted tree ensembles that correct an anchor, the fused score and
+   the time lift (:func:`train` says how, and why the correction is bounded), fitted on the
+   conversations named by ``--train``; the one chosen on those named by ``--valid`` (by the
+   evidence an injection of the ranked pool within the token budget would carry) is written as
+   the JSON file :class:`~langmem_plugin.services.recall.learned.LearnedRanker` loads.
 
 ``--train`` and ``--valid`` name conversations as ``SET:FIRST-LAST`` (0-based, in the set's file
 order; the set by its name, ``LoCoMo`` or ``REALTALK``), comma-separated. The shipped model was
@@ -67,6 +67,15 @@ __all__ = [
 SHOWN_TOKENS, LINE_TOKENS = 120, 6
 #: The default memories budget less its headers, and the most items recall injects.
 BUDGET, MAX_ITEMS = 560, 20
+#: The bounds tried for the trees' correction of the anchor (log-odds either way).
+CLIPS = (0.75, 1.0)
+#: The time lift's weight in the anchor, per unit of the clip: at 2 the trees, moving two
+#: candidates at most a clip each, cannot rank one the question's time names under one it does not
+#: when their fused scores are alike.
+TIME_WEIGHT_PER_CLIP = 2.0
+#: The features no tree splits on: the time lift (the anchor weighs it) and the age (ranking's
+#: recency weighs it after the model, so a memory's age is not counted twice).
+UNSPLIT = ("time_lift", "age")
 
 
 @dataclass
@@ -321,11 +330,13 @@ def fit_trees(
     bins: int = 32,
     min_hessian: float = 5.0,
     l2: float = 1.0,
+    start: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Gradient-boosted trees of depth ``depth`` on the logistic loss (Newton leaves, histogram
     splits at quantiles of each feature), as :class:`LearnedRanker` reads them: complete trees in
     heap order (node ``i``'s children are ``2i+1`` and ``2i+2``; a node that does not split sends
-    everything left)."""
+    everything left). ``start``: each row's log-odds before the first tree (an anchor the trees
+    correct; its ``base`` is then 0), else the training set's."""
     n, width = x.shape
     edges = [np.unique(np.quantile(x[:, f], np.linspace(0, 1, bins + 1)[1:-1])) for f in range(width)]
     binned = np.stack([np.searchsorted(edges[f], x[:, f], side="left") for f in range(width)], axis=1)
@@ -335,8 +346,8 @@ def fit_trees(
     thresholds = np.full((trees, inner), np.inf)
     values = np.zeros((trees, leaves))
     share = min(max(float(np.average(y, weights=weight)), 1e-6), 1 - 1e-6)
-    base = math.log(share / (1 - share))
-    logits = np.full(n, base)
+    base = math.log(share / (1 - share)) if start is None else 0.0
+    logits = np.full(n, base) if start is None else np.array(start, dtype=np.float64)
     for t in range(trees):
         p = 1.0 / (1.0 + np.exp(-logits))
         g, h = weight * (p - y), weight * p * (1 - p)
@@ -391,14 +402,23 @@ def train(
     choose_on: Sequence[tuple[str, int]],
     *,
     say: Callable[[str], None] = print,
-    l2s: Sequence[float] = (1.0, 100.0),
-    depths: Sequence[int] = (2, 3),
+    clips: Sequence[float] = CLIPS,
+    depth: int = 2,
     sizes: Sequence[int] = (50, 100, 200),
 ) -> dict[str, Any]:
-    """Fit logistic models (each L2 of ``l2s``) and gradient-boosted trees (each depth of ``depths``,
-    ``sizes`` trees) on ``train_on``; keep the one whose ranking injects the most evidence on
-    ``choose_on`` (the mean over its sets, each set weighing alike); the model as
-    :class:`~langmem_plugin.services.recall.learned.LearnedRanker` reads it."""
+    """Fit the anchored tree models on ``train_on`` and keep the one whose ranking injects the most
+    evidence on ``choose_on`` (the mean over its sets, each set weighing alike); the model as
+    :class:`~langmem_plugin.services.recall.learned.LearnedRanker` reads it.
+
+    Each model is a logistic function of an anchor and a correction: the anchor is the fused
+    score (its weight and the bias fitted on the training rows) plus the time lift at
+    :data:`TIME_WEIGHT_PER_CLIP` times the clip; the correction is ``sizes`` gradient-boosted trees
+    of depth ``depth`` fitted on top of the anchor, which never split on the time lift and whose sum
+    is clipped to ``clips`` either way. So a candidate the question's time names is never ranked
+    under one it does not name by the trees alone, and a fused lead of more than twice the clip
+    (in log-odds) is never undone: what the fusion encodes (the time lift of "yesterday" in any
+    language, a strong match in any language) stays, and the trees reorder what it leaves close.
+    """
     train_q, valid_q = pool.questions(train_on), pool.questions(choose_on)
     if not len(train_q) or not len(valid_q):
         raise ConfigurationError("the training or the choosing split names no dumped question")
@@ -419,26 +439,28 @@ def train(
     def told(name: str, found: list[float]) -> str:
         return f"{name}: " + ", ".join(f"{s} {v:.1f}" for s, v in zip(sets, found, strict=True))
 
-    say(told("fusion", shares(pool.x[:, FEATURES.index("fused")])))
-    head = {"format": LearnedRanker.FORMAT, "version": 1, "features": list(FEATURES)}
-    models: list[dict[str, Any]] = []
-    for l2 in l2s:
-        mean, scale, w, b = fit_logistic(x, y, l2=l2, weight=weight)
-        numbers = {"mean": mean.tolist(), "scale": scale.tolist(), "weights": w.tolist(), "bias": b}
-        models.append({**head, "kind": "logistic", **numbers, "l2": l2})
-    for depth in depths:
-        fitted = fit_trees(x, y, weight=weight, trees=max(sizes), depth=depth)
+    fused, timed = FEATURES.index("fused"), FEATURES.index("time_lift")
+    say(told("fusion", shares(pool.x[:, fused])))
+    mean, scale, w, b = fit_logistic(x[:, [fused]], y, l2=1.0, weight=weight)
+    slope = float(w[0] / scale[0])
+    bias = float(b - mean[0] * slope)
+    unsplit = x.copy()
+    for name in UNSPLIT:
+        unsplit[:, FEATURES.index(name)] = 0.0  # one value: no tree can split on it
+    head = {"format": LearnedRanker.FORMAT, "version": 2, "features": list(FEATURES), "kind": "trees"}
+    best: tuple[float, dict[str, Any]] | None = None
+    for clip in clips:
+        linear = [0.0] * len(FEATURES)
+        linear[fused], linear[timed] = slope, TIME_WEIGHT_PER_CLIP * clip
+        start = bias + x @ np.asarray(linear)
+        fitted = fit_trees(unsplit, y, weight=weight, trees=max(sizes), depth=depth, start=start)
         for size in sizes:
             cut = {k: v[:size] for k, v in fitted.items() if k != "base"}
-            models.append({**head, "kind": "trees", "base": fitted["base"], **cut, "depth": depth})
-    best: tuple[float, dict[str, Any]] | None = None
-    for model in models:
-        model = _rounded(model)
-        found = shares(LearnedRanker(model).logits(pool.x))
-        label = f"logistic l2={model['l2']}" if model["kind"] == "logistic" else ""
-        say(told(label or f"trees depth {model['depth']} x {len(model['value'])}", found))
-        if best is None or sum(found) > best[0]:
-            best = (sum(found), model)
+            model = _rounded({**head, "base": bias, "linear": linear, "clip": clip, **cut})
+            found = shares(LearnedRanker(model).logits(pool.x))
+            say(told(f"anchored trees, clip {clip} x {size}", found))
+            if best is None or sum(found) > best[0]:
+                best = (sum(found), model)
     assert best is not None
     return {
         **best[1],

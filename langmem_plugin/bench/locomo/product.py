@@ -105,14 +105,15 @@ PRODUCT_EXPERIMENTS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
 
 #: The presets of :meth:`~langmem_plugin.RecallConfig.preset` but the default, ``product@NAME`` rows,
 #: and ``product@then``: the default, each question asked ``as_of`` the day after the conversation's
-#: last session (recency and "in July" measured from then, not from today); ``product@learned`` and
-#: ``product@fusion``: the default with either ranker (:attr:`~langmem_plugin.RecallConfig.ranker`).
+#: last session (recency and "in July" measured from then, not from today); ``product@learned`` (the
+#: default ranker) and ``product@fusion``: the default with either ranker
+#: (:attr:`~langmem_plugin.RecallConfig.ranker`).
 PRODUCT_PRESETS: dict[str, str] = {
     "product@fast": "product, RecallConfig.preset('fast')",
     "product@best": "product, RecallConfig.preset('best')",
     "product@then": "product, asked as of the day after the last session",
-    "product@learned": "product, RecallConfig(ranker='learned')",
-    "product@fusion": "product, RecallConfig(ranker='fusion')",
+    "product@learned": "product, RecallConfig(ranker='learned') (the default)",
+    "product@fusion": "product, RecallConfig(ranker='fusion'): the hand-set fusion",
     "product@fit-before": "product, RecallConfig(fit=FIT_BEFORE)",
     "product@fit-shaped": "product, RecallConfig(fit=FIT_SHAPED): wide questions get more and shorter items",
     "product@fit-shaped-cut0": "product, FIT_SHAPED but every memory over its share cut (cut_saves=0)",

@@ -26,16 +26,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.services.recall.retrieval import RetrievedItem
 
-__all__ = ["FEATURES", "TOP", "candidate_features", "written_at"]
+__all__ = ["FEATURES", "TOP", "candidate_features", "feature_matrix", "written_at"]
 
 #: How many of the pool's best (by fused score) count as "the best candidates".
 TOP = 5
@@ -69,7 +71,19 @@ FEATURES: tuple[str, ...] = (
 
 _WORDS = BM25Encoder()
 _NAME = re.compile(r"(?<![\w'])[A-Z][\w'-]+")
-_LIFTS = ("neighbours", "group", "time", "speaker")
+_LIFT_COLUMNS = {lift: FEATURES.index(f"{lift}_lift") for lift in ("neighbours", "group", "time", "speaker")}
+_PER_ROW = [  # the columns computed candidate by candidate, in this order
+    FEATURES.index(f)
+    for f in (
+        "query_cover",
+        "name_cover",
+        "top_overlap",
+        "bridge",
+        "neighbour_in_top",
+        "session_in_top",
+        "opens_session",
+    )
+]
 _TEXTS_KEPT = 4096
 
 
@@ -87,13 +101,15 @@ def _names(query: str) -> frozenset[int]:
     return _terms(" ".join(words))
 
 
-def _places(values: Sequence[float | None]) -> list[float]:
-    """``log(1 + place)`` of each value among the present ones, best first (absent: the last place)."""
-    order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -(values[i] or 0.0))
-    place = dict.fromkeys(range(len(values)), float(len(values)))
-    for n, i in enumerate(order):
-        place[i] = float(n)
-    return [math.log1p(place[i]) for i in range(len(values))]
+def _places(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``log(1 + place)`` of each value among the ``present`` ones, best first (ties in pool order;
+    absent: the last place)."""
+    place = np.full(len(values), float(len(values)))
+    order = np.flatnonzero(present)
+    order = order[np.argsort(-values[order], kind="stable")]
+    place[order] = np.arange(len(order), dtype=np.float64)
+    out: np.ndarray = np.log1p(place)
+    return out
 
 
 def _group(meta: Mapping[str, Any]) -> str:
@@ -115,67 +131,73 @@ def written_at(value: Mapping[str, Any], default: datetime) -> datetime:
 def candidate_features(query: str, hits: Sequence[RetrievedItem], now: datetime) -> list[list[float]]:
     """One row of :data:`FEATURES` per candidate of one search's pool (``hits``, as stored values:
     no record is parsed). ``now`` stands in for a date a value lacks."""
+    return feature_matrix(query, hits, now).tolist()  # type: ignore[no-any-return]
+
+
+def feature_matrix(query: str, hits: Sequence[RetrievedItem], now: datetime) -> np.ndarray:
+    """:func:`candidate_features` as an array (candidates x :data:`FEATURES`): what the ranker scores."""
     n = len(hits)
+    out = np.zeros((n, len(FEATURES)))
     if not n:
-        return []
-    contents = [str(h.value.get("content") or "") for h in hits]
-    metas = [m if isinstance(m := h.value.get("metadata"), Mapping) else {} for h in hits]
-    dates = [written_at(h.value, now) for h in hits]
-    fused = [h.score for h in hits]
-    best = max(fused)
-    fused_place = _places(fused)
-    dense_place = _places([h.dense_score for h in hits])
-    lexical_place = _places([h.lexical_score for h in hits])
-    dense_floor = min((h.dense_score for h in hits if h.dense_score is not None), default=0.0)
-    lexical_top = max((h.lexical_score or 0.0 for h in hits), default=0.0) or 1.0
+        return out
+    values = [h.value for h in hits]
+    contents = [str(v.get("content") or "") for v in values]
+    metas = [m if isinstance(m := v.get("metadata"), Mapping) else {} for v in values]
+    fused = np.fromiter((h.score for h in hits), np.float64, n)
+    has_dense = np.fromiter((h.dense_score is not None for h in hits), bool, n)
+    has_lexical = np.fromiter((h.lexical_score is not None for h in hits), bool, n)
+    dense = np.fromiter((h.dense_score or 0.0 for h in hits), np.float64, n)
+    lexical = np.fromiter((h.lexical_score or 0.0 for h in hits), np.float64, n)
+    column = {name: out[:, i] for i, name in enumerate(FEATURES)}  # views: written in place
+    column["fused"][:] = fused
+    column["fused_gap"][:] = fused.max() - fused
+    column["fused_rank"][:] = _places(fused, np.ones(n, dtype=bool))
+    floor = dense[has_dense].min() if has_dense.any() else 0.0
+    column["dense"][:] = np.where(has_dense, dense, floor - 0.05)
+    column["has_dense"][:] = has_dense
+    column["dense_rank"][:] = _places(dense, has_dense)
+    column["lexical"][:] = lexical / (lexical.max() or 1.0)
+    column["has_lexical"][:] = has_lexical
+    column["lexical_rank"][:] = _places(lexical, has_lexical)
+    for i, hit in enumerate(hits):
+        for name, value in hit.lifts:
+            if name in _LIFT_COLUMNS:
+                out[i, _LIFT_COLUMNS[name]] += value
+    for name in ("time_lift", "speaker_lift"):  # whether the lift applied, not how much
+        column[name][:] = column[name] > 0
     asked = _terms(query)
     names = _names(query)
     terms = [_terms(text) for text in contents]
-    top = sorted(range(n), key=lambda i: -fused[i])[:TOP]
+    top = [int(i) for i in np.argsort(-fused, kind="stable")[:TOP]]
     top_keys = {hits[i].key for i in top}
     top_groups = {i: _group(metas[i]) for i in top}
     everyone = frozenset().union(*(terms[i] for i in top))  # the best candidates' words
-    newest = max(dates)
-    rows: list[list[float]] = []
-    for i, hit in enumerate(hits):
-        lifts = dict.fromkeys(_LIFTS, 0.0)
-        for name, value in hit.lifts:
-            if name in lifts:
-                lifts[name] += value
-        mine = terms[i]
-        others = everyone if i not in top_groups else frozenset().union(*(terms[j] for j in top if j != i))
+    beyond = everyone - asked
+    top_count = Counter(top_groups.values())  # how many of the best are of each session
+    per_row: list[tuple[float, ...]] = []
+    for i, mine in enumerate(terms):
+        if i in top_groups:
+            others = frozenset().union(*(terms[j] for j in top if j != i))
+            past = others - asked
+        else:
+            others, past = everyone, beyond
         told = mine - asked
-        shared = len(mine & others) / (len(mine) + 1)
-        bridge = len(told & (others - asked)) / (len(told) + 1)
         meta = metas[i]
-        around = str(meta.get("neighbours") or "").split()
         group = _group(meta)
-        in_top = [g for j, g in top_groups.items() if j != i]
-        rows.append(
-            [
-                hit.score,
-                best - hit.score,
-                fused_place[i],
-                hit.dense_score if hit.dense_score is not None else dense_floor - 0.05,
-                1.0 if hit.dense_score is not None else 0.0,
-                dense_place[i],
-                (hit.lexical_score or 0.0) / lexical_top,
-                1.0 if hit.lexical_score is not None else 0.0,
-                lexical_place[i],
-                lifts["neighbours"],
-                lifts["group"],
-                1.0 if lifts["time"] > 0 else 0.0,
-                1.0 if lifts["speaker"] > 0 else 0.0,
+        per_row.append(
+            (
                 len(mine & asked) / len(asked) if asked else 0.0,
                 len(mine & names) / len(names) if names else 0.0,
-                shared,
-                bridge,
-                1.0 if top_keys.intersection(around) else 0.0,
-                1.0 if group and group in in_top else 0.0,
-                math.log1p(len(contents[i])),
-                1.0 if "?" in contents[i] else 0.0,
+                len(mine & others) / (len(mine) + 1),
+                len(told & past) / (len(told) + 1),
+                1.0 if top_keys.intersection(str(meta.get("neighbours") or "").split()) else 0.0,
+                1.0 if group and top_count.get(group, 0) > (top_groups.get(i) == group) else 0.0,
                 0.0 if meta.get("previous") else 1.0,
-                math.log1p(max((newest - dates[i]).total_seconds(), 0.0) / 86400.0),
-            ]
+            )
         )
-    return rows
+    out[:, _PER_ROW] = per_row
+    column["length"][:] = np.log1p(np.fromiter(map(len, contents), np.float64, n))
+    column["asks"][:] = np.fromiter(("?" in text for text in contents), bool, n)
+    stamps = np.fromiter((written_at(v, now).timestamp() for v in values), np.float64, n)
+    column["age"][:] = np.log1p(np.maximum(stamps.max() - stamps, 0.0) / 86400.0)
+    return out

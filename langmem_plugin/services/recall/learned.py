@@ -1,19 +1,21 @@
 """The learned ranker: a small model over the signals recall already computes, shipped as a file.
 
-With ``RecallConfig(ranker="learned")`` recall reads a pool twice the size fusion reads
-(:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor
-into its features (:mod:`.features`: the dense and lexical scores and places, the lifts, how much
-of the question and of the other best candidates it covers, its length, its place in its session,
-its age) and orders the pool by :class:`LearnedRanker`'s score instead of the fused score; the
-best ``RecallConfig.candidates`` of each namespace go on to ranking and fitting as before, the
-model's score standing for the relevance. The default, ``ranker="fusion"``, orders by the fused
-score alone.
+By default (``RecallConfig(ranker="learned")``) recall reads the pool fusion reads
+(:func:`~.pool.pool_limit`), turns each candidate that passes the similarity floor into its
+features (:mod:`.features`: the dense and lexical scores and places, the lifts, how much of the
+question and of the other best candidates it covers, its length, its place in its session, its
+age) and orders the pool by :class:`LearnedRanker`'s score instead of the fused score; the best
+``RecallConfig.candidates`` of each namespace go on to ranking and fitting as before, the model's
+score standing for the relevance. ``ranker="fusion"`` orders by the fused score alone.
 
-The model is a logistic function of the features (linear, or a sum of small gradient-boosted
-trees), read from a JSON file: the one in this package (``ranker.json``, :data:`DEFAULT_MODEL`),
-or one trained on your own conversations with ``python -m langmem_plugin.bench.train_ranker`` and
-passed as ``RecallConfig(ranker=LearnedRanker.load(path))``. Scoring is a few operations on small
-arrays: nothing downloads, nothing is random.
+The model is a logistic function of the features, read from a JSON file: the one in this package
+(``ranker.json``, :data:`DEFAULT_MODEL`), or one trained on your own conversations with
+``python -m langmem_plugin.bench.train_ranker`` and passed as
+``RecallConfig(ranker=LearnedRanker.load(path))``. Either linear, or small gradient-boosted trees
+correcting a linear anchor by a bounded amount: the shipped model anchors on the fused score and
+the time lift, and its trees, which never split on the time lift or the age, move that anchor by
+at most ``clip`` either way (the training script's ``train`` says why). Scoring is a few
+operations on small arrays: nothing downloads, nothing is random.
 
 >>> ranker = LearnedRanker.load()
 >>> ranker.kind in ("logistic", "trees"), len(ranker.score([[0.0] * len(ranker.features)]))
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from langmem_plugin.errors import ConfigurationError
-from langmem_plugin.services.recall.features import FEATURES, candidate_features
+from langmem_plugin.services.recall.features import FEATURES, feature_matrix
 from langmem_plugin.services.recall.retrieval import RetrievedItem
 
 __all__ = ["DEFAULT_MODEL", "FORMAT", "LearnedRanker", "default_ranker", "tree_outputs"]
@@ -53,7 +55,10 @@ class LearnedRanker:
             (the names of :data:`~langmem_plugin.services.recall.features.FEATURES`, in order),
             ``kind`` and its numbers: ``"logistic"``: ``mean`` and ``scale`` (each feature's
             standardisation), ``weights`` and ``bias``; ``"trees"``: ``base`` (the log-odds
-            before any tree) and ``feature``, ``threshold`` and ``value`` (:func:`tree_outputs`).
+            before any tree), ``feature``, ``threshold`` and ``value`` (:func:`tree_outputs`), and
+            optionally ``linear`` (a weight per feature: the anchor the trees correct, e.g. the
+            fused score's) and ``clip`` (the most the trees' sum may move the anchor either way,
+            so that an anchor ahead by more than twice ``clip`` keeps its order).
         source: where the model came from (shown in ``repr``).
 
     Raises:
@@ -125,7 +130,15 @@ class LearnedRanker:
                 "'feature' and 'threshold' must be trees x (2**depth - 1) (features by number), 'value' "
                 "trees x 2**depth finite numbers, and 'base' a finite number"
             )
+        linear = np.asarray(model.get("linear") or [0.0] * len(FEATURES), dtype=np.float64)
+        if linear.shape != (len(FEATURES),) or not np.isfinite(linear).all():
+            raise ValueError(f"'linear' must hold {len(FEATURES)} finite numbers")
+        clip = model.get("clip")
+        if clip is not None and not (isinstance(clip, int | float) and math.isfinite(clip) and clip > 0):
+            raise ValueError(f"'clip' must be a number above 0 or null, not {clip!r}")
         self.trees = (feature, threshold, value)
+        self.linear = linear
+        self.clip = None if clip is None else float(clip)
         self.bias = base
 
     @classmethod
@@ -144,7 +157,11 @@ class LearnedRanker:
     def logits(self, rows: np.ndarray) -> np.ndarray:
         """The model's log-odds for each row of features (an array, one row per candidate)."""
         if self.kind == "trees":
-            return tree_outputs(rows, *self.trees) + self.bias
+            residual = tree_outputs(rows, *self.trees)
+            if self.clip is not None:
+                residual = np.clip(residual, -self.clip, self.clip)
+            anchored: np.ndarray = rows @ self.linear + residual + self.bias
+            return anchored
         out: np.ndarray = rows @ self.weights + self.bias
         return out
 
@@ -158,11 +175,15 @@ class LearnedRanker:
     def rerank(
         self, query: str, hits: Sequence[RetrievedItem], now: datetime, *, keep: int
     ) -> list[RetrievedItem]:
-        """The best ``keep`` of one search's ``hits`` by the model, best first, each with the
-        model's score as its score (``now``: the date of a hit whose value has none)."""
-        scores = self.score(candidate_features(query, hits, now))
-        order = sorted(range(len(hits)), key=lambda i: -scores[i])[:keep]
-        return [dataclasses.replace(hits[i], score=scores[i]) for i in order]
+        """The best ``keep`` of one search's ``hits`` by the model, best first (ties in the pool's
+        order), each with the model's score as its score (``now``: the date of a hit whose value
+        has none)."""
+        if not hits:
+            return []
+        logits = self.logits(feature_matrix(query, hits, now))
+        scores = 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
+        order = np.argsort(-scores, kind="stable")[:keep]
+        return [dataclasses.replace(hits[i], score=float(scores[i])) for i in order]
 
 
 def tree_outputs(x: np.ndarray, feature: np.ndarray, threshold: np.ndarray, value: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 - :func:`search_candidates`: one search per compartment's namespace, all in one request to the
   store (the fused search of :mod:`.retrieval`, or the store's own), with the similarity floor and
   the scores a memory inherits from its source exchange (:mod:`.sources`);
-- :func:`pool_steps`: the pool a learned ranker reads (:func:`pool_limit`: twice the candidates of
-  each list, so that it can bring back what fusion ranked out) with each candidate's features
+- :func:`pool_steps`: the pool a learned ranker reads (:func:`pool_limit`: the candidates fusion
+  reads, so that it costs no more store reads than fusion does) with each candidate's features
   (:mod:`.features`): what ``RecallConfig(ranker="learned")`` ranks, and what the training script
   (``python -m langmem_plugin.bench.train_ranker``) dumps.
 """
@@ -35,9 +35,10 @@ __all__ = ["Pool", "pool_limit", "pool_steps", "ranked_pool", "search_candidates
 
 
 def pool_limit(retrieval: RetrievalConfig) -> int:
-    """How many candidates per namespace a learned ranker reads: twice ``candidates``, asked of each
-    list (dense and lexical) and kept, by the fused score, of their union."""
-    return 2 * retrieval.candidates
+    """How many candidates per namespace a learned ranker reads: ``candidates``, asked of each list
+    (dense and lexical) and kept, by the fused score, of their union: the pool fusion reads, which
+    the ranker orders anew."""
+    return retrieval.candidates
 
 
 @dataclass(frozen=True)

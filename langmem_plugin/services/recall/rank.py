@@ -131,12 +131,13 @@ class RecallConfig:
             :class:`~langmem_plugin.services.recall.retrieval.HybridRetriever` with this config
             (default: the store's dense and BM25 candidates fused by score, with
             the neighbour and session lifts), or ``None`` for the store's own ``search``.
-        ranker: what orders the candidates before they are fitted: ``"fusion"`` (the fused
-            score of ``retrieval``, its weights set by hand) or ``"learned"`` (the model shipped in
-            the package over the candidates' signals, reading twice the candidates;
-            :mod:`~langmem_plugin.services.recall.learned`), or a
-            :class:`~langmem_plugin.services.recall.learned.LearnedRanker` of your own. A learned
-            ranker needs ``retrieval``.
+        ranker: what orders the candidates before they are fitted: ``"learned"`` (the default:
+            the model shipped in the package over the candidates' signals, reading the
+            candidates fusion reads; :mod:`~langmem_plugin.services.recall.learned`), ``"fusion"``
+            (the fused score of ``retrieval`` alone, its weights set by hand), or a
+            :class:`~langmem_plugin.services.recall.learned.LearnedRanker` of your own, which
+            needs ``retrieval``. With ``retrieval=None`` there are no signals to learn from: the
+            store's own scores order the candidates whichever name is given.
         fit: how the memories section spends its budget (:class:`~.fit.FitConfig`: a wide
             question's share and items, near duplicates).
     """
@@ -155,7 +156,7 @@ class RecallConfig:
     knowledge_whole_max_chunks: int = 64
     track_access: bool = False
     retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
-    ranker: str | LearnedRanker = "fusion"
+    ranker: str | LearnedRanker = "learned"
     fit: FitConfig = field(default_factory=FitConfig)
 
     def __post_init__(self) -> None:
@@ -179,7 +180,7 @@ class RecallConfig:
                 f"RecallConfig.ranker must be one of {', '.join(map(repr, RANKERS))} or a LearnedRanker, "
                 f"got {self.ranker!r}"
             )
-        if self.ranker != "fusion" and self.retrieval is None:
+        if isinstance(self.ranker, LearnedRanker) and self.retrieval is None:
             raise ConfigurationError(
                 f"RecallConfig(ranker={self.ranker!r}) reads the fused search's signals, and "
                 "retrieval=None has none. Fix: keep the default retrieval, or use ranker='fusion'"
@@ -190,7 +191,7 @@ class RecallConfig:
         """The model :attr:`ranker` names (``None``: the fusion orders the candidates)."""
         if isinstance(self.ranker, LearnedRanker):
             return self.ranker
-        return default_ranker() if self.ranker == "learned" else None
+        return default_ranker() if self.ranker == "learned" and self.retrieval is not None else None
 
     @property
     def threshold(self) -> float | None:
