@@ -270,3 +270,26 @@ def test_cache_bytes_must_be_a_count(bad: Any) -> None:
 def test_the_old_cache_items_option_names_its_replacement() -> None:
     with pytest.raises(ConfigurationError, match=r"'cache_items' was replaced\. Fix: use cache_bytes"):
         QdrantStore(":memory:", options={"cache_items": 100_000})  # type: ignore[typeddict-unknown-key]
+
+
+# ---------------------------------------------------------------------- memory an index build freed
+
+
+def _anonymous_kb() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RssAnon from /proc")
+def test_trim_heap_gives_freed_memory_back_to_the_system() -> None:
+    from langmem_plugin.stores.qdrant._edge import trim_heap
+
+    if not trim_heap():
+        pytest.skip("this C library has no malloc_trim")
+    blocks = [bytes(4_000) for _ in range(20_000)]  # 80 MB from malloc's heap, each block touched
+    held = _anonymous_kb()
+    del blocks[:-1]  # freed, but below the last block: malloc keeps the pages
+    freed = _anonymous_kb()
+    assert trim_heap()
+    trimmed = _anonymous_kb()
+    assert freed - trimmed > 40_000, (held, freed, trimmed)

@@ -47,8 +47,11 @@ free space :mod:`._space`'s; this module opens, writes, builds and closes.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -120,9 +123,29 @@ from langmem_plugin.stores.qdrant._space import (
     write_needs,
 )
 
-__all__ = ["EdgeEngine"]
+__all__ = ["EdgeEngine", "trim_heap"]
 
 logger = logging.getLogger(__name__)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (None where the C library has none: musl, macOS, Windows)."""
+    return getattr(ctypes.CDLL(None), "malloc_trim", None) if os.name == "posix" else None
+
+
+def trim_heap() -> bool:
+    """Give the memory an index build freed back to the system; whether the C library could.
+
+    An index build allocates and frees much memory inside the engine; glibc keeps what was freed
+    in its arenas, counted in the process's RSS, until ``malloc_trim`` returns it (docs/scale.md
+    has what it gives). A no-op where the C library has no ``malloc_trim``.
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 class EdgeEngine:
@@ -467,6 +490,7 @@ class EdgeEngine:
             ) from exc
         finally:
             self.optimize_seconds += time.perf_counter() - start
+            trim_heap()
         self._pending = 0
         self._next_build = 0
         self._saved_meta()
@@ -513,6 +537,7 @@ class EdgeEngine:
                 wiped = finish(self.path)
             finally:
                 self._shard = self._load()
+            trim_heap()
             self._pending = 0
             self._write_meta()
             return Scrubbed(points, time.perf_counter() - start, wiped)

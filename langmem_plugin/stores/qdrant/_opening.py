@@ -1,10 +1,11 @@
 """How a QdrantStore opens: the engine its ``path``, ``url`` or ``client`` means, and a temporary store.
 
-:func:`engine_for` checks that exactly one place was given and builds its engine: the embedded
-one (:mod:`._edge`) on a directory, qdrant-client's (:mod:`._remote`) on a server, a client, or
-``":memory:"``. A temporary store (:meth:`QdrantStore.temporary`) opens its new directory in
-a background thread (:func:`open_in_background`) and removes it with the store
-(:func:`removal`), in that order whatever the timing (:class:`Gate`).
+:func:`check_one_place` checks that exactly one place was given, first thing; :func:`engine_for`
+builds its engine: the embedded one (:mod:`._edge`) on a directory, qdrant-client's
+(:mod:`._remote`) on a server, a client, or ``":memory:"``. A temporary store
+(:meth:`QdrantStore.temporary`) opens its new directory in a background thread
+(:func:`open_in_background`) and removes it with the store (:func:`removal`), in that order
+whatever the timing (:class:`Gate`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,26 @@ from langmem_plugin.stores.qdrant._engine import Engine
 if TYPE_CHECKING:  # qdrant-client takes about a second to import: imported for url=/client=/':memory:'
     from qdrant_client import QdrantClient
 
-__all__ = ["MEMORY", "OPEN_LATER", "Gate", "engine_for", "open_in_background", "removal"]
+__all__ = ["MEMORY", "OPEN_LATER", "Gate", "check_one_place", "engine_for", "open_in_background", "removal"]
 
 #: The ``path`` that means qdrant-client's in-process local mode (as in ``sqlite3.connect``).
 MEMORY = ":memory:"
 
 #: Set while :meth:`QdrantStore.temporary` constructs: the engine is opened in the background.
 OPEN_LATER: contextvars.ContextVar[bool] = contextvars.ContextVar("langmem_open_later", default=False)
+
+
+def check_one_place(
+    path: str | os.PathLike[str] | None, url: str | None, client: QdrantClient | None
+) -> None:
+    """Raises ConfigurationError unless exactly one of ``path``, ``url`` and ``client`` is given."""
+    given = [name for name, v in (("path", path), ("url", url), ("client", client)) if v]
+    if len(given) != 1:
+        raise ConfigurationError(
+            f"QdrantStore needs exactly one of path=, url= or client=, got {given or 'none'}. "
+            "Fix: QdrantStore('./memory') for the embedded engine, QdrantStore(':memory:') for a "
+            "throwaway one, or url='http://localhost:6333'."
+        )
 
 
 def engine_for(
@@ -46,18 +60,7 @@ def engine_for(
     knobs: Tuning,
     embedder: str | None,
 ) -> Engine:
-    """The engine of the one place given (not opened: the store opens it).
-
-    Raises:
-        ConfigurationError: not exactly one of ``path``, ``url`` and ``client``.
-    """
-    given = [name for name, v in (("path", path), ("url", url), ("client", client)) if v]
-    if len(given) != 1:
-        raise ConfigurationError(
-            f"QdrantStore needs exactly one of path=, url= or client=, got {given or 'none'}. "
-            "Fix: QdrantStore('./memory') for the embedded engine, QdrantStore(':memory:') for a "
-            "throwaway one, or url='http://localhost:6333'."
-        )
+    """The engine of the one place given (:func:`check_one_place`; not opened: the store opens it)."""
     local = isinstance(path, str) and path == MEMORY
     if path and not local:
         return EdgeEngine(

@@ -48,6 +48,7 @@ from langmem_plugin.stores.qdrant._opening import (
     MEMORY,
     OPEN_LATER,
     Gate,
+    check_one_place,
     engine_for,
     open_in_background,
     removal,
@@ -176,6 +177,7 @@ class QdrantStore(CheckedStore):
         search: QdrantSearchConfig | None = None,
         options: QdrantOptions | None = None,
     ) -> None:
+        check_one_place(path, url, client)
         self.index_config = dict(index) if index else None
         self.ttl_config = ttl
         self._config, self._embeddings = batch_config(index, search, ttl)
