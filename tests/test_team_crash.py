@@ -381,7 +381,7 @@ def test_a_forget_killed_at_any_write_keeps_the_original_with_its_copies_or_neit
                 # a store that keeps history keeps no old version of them, unless the kill came
                 # between the forget's batch and its history purge: then the retry finds nothing
                 # to forget, and the old versions stay (a gap of forgetting, not of the team)
-                if original is not None:
+                if original is not None or cut == cuts[-1][0]:  # or the child finished it
                     assert _old_versions(store, places) == [], (scenario, cut)
 
 
@@ -422,7 +422,7 @@ def test_forget_user_killed_at_any_write_takes_every_copy_of_the_promoter_once_f
             # a store that keeps history keeps no old version of her copies, unless the kill came
             # after a page that deleted some (the retry does not find them again, so does not
             # purge them: a gap of forget_user's intent, which does not name them)
-            if len(promoted) == len(named):
+            if len(promoted) == len(named) or cut == cuts[-1][0]:  # or the child finished it
                 assert _old_versions(store, places) == [], cut
     assert len(cuts) >= 5  # the intent, several pages, the purge
     assert [n for n in left_of_hers if 0 < n < len(named)], left_of_hers  # a kill between her copies
