@@ -17,24 +17,46 @@ thread the first run knew; :func:`pending_steps` lists what is left unfinished, 
 ``Memory`` on a store). The operations are idempotent: run again, each removes what
 is left and nothing else.
 
-An intent names ids (a user, threads), never the text being forgotten.
+A forget's last step is a purge (:func:`~langmem_plugin.services.store_steps.purge_history_steps`:
+a store that keeps history drops the old versions of what was deleted; the embedded Qdrant store
+scrubs its files). Killed between its delete batch and that purge, a forget would leave the old
+text behind, and a retry finds nothing to forget, so nothing to purge. So the delete batch also
+records a :data:`PURGE` intent naming the places and keys the purge must reach
+(:func:`purge_intent`); :func:`purge_steps` purges them and then removes the intent, and the
+same resume that finishes ``forget_user`` runs any purge left pending.
+
+An intent names ids (a user, threads, namespaces and keys), never the text being forgotten.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
 
-__all__ = ["INTENTS", "Intent", "begin_op", "end_op", "intents_steps", "pending_steps"]
+__all__ = [
+    "INTENTS",
+    "PURGE",
+    "Intent",
+    "begin_op",
+    "end_op",
+    "intents_steps",
+    "pending_steps",
+    "purge_intent",
+    "purge_steps",
+]
 
 #: Where intents live (one item per unfinished operation).
 INTENTS: tuple[str, ...] = ("memory_meta", "intents")
+#: The kind of a forget's pending purge (:func:`purge_intent`).
+PURGE = "purge_history"
 _PAGE = 100
 
 
@@ -94,3 +116,32 @@ def intents_steps(kind: str, target: str) -> StoreSteps[Intent | None]:
     """The unfinished intent of ``kind`` on ``target``, if a run left one."""
     (found,) = yield [GetOp(INTENTS, Intent(kind, target).key)]
     return _read(found.value) if found is not None else None
+
+
+def purge_intent(written: Iterable[PutOp], namespaces: Iterable[tuple[str, ...]] = ()) -> Intent:
+    """The intent of the purge that follows a forget's delete batch: the keys of the items that
+    batch deleted or rewrote (``written``) and the ``namespaces`` removed whole. Its write
+    (:func:`begin_op`) goes in that batch; :func:`purge_steps` carries it out."""
+    keys = [
+        {"namespace": list(ns), "key": key}
+        for ns, key in dict.fromkeys((tuple(op.namespace), op.key) for op in written)
+    ]
+    places = [list(ns) for ns in dict.fromkeys(tuple(ns) for ns in namespaces)]
+    target = hashlib.sha256(json.dumps([keys, places], sort_keys=True).encode()).hexdigest()[:24]
+    return Intent(PURGE, target, {"keys": keys, "namespaces": places})
+
+
+def purge_steps(intent: Intent) -> StoreSteps[int]:
+    """The purge ``intent`` names, the intent's own old versions with it, then the intent removed;
+    how many old versions went. Run again (a resume after a kill), it purges again: idempotent."""
+    keys = intent.args.get("keys")
+    places = intent.args.get("namespaces")
+    written = [
+        PutOp(tuple(str(label) for label in k["namespace"]), str(k["key"]), None)
+        for k in (keys if isinstance(keys, list) else [])
+        if isinstance(k, dict) and isinstance(k.get("namespace"), list) and isinstance(k.get("key"), str)
+    ]
+    whole = [tuple(str(label) for label in ns) for ns in (places if isinstance(places, list) else []) if ns]
+    purged = yield from purge_history_steps([*written, end_op(intent)], namespaces=whole)
+    yield [end_op(intent)]
+    return purged

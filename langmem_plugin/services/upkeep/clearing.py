@@ -6,7 +6,8 @@ unchanged and puts, at the head of that batch, the removal of the exchanges thos
 from (:func:`.provenance.exchange_removal_steps`) — first, so a crash part-way never leaves a
 memory deleted while an exchange that stated it is still recalled, as a forget does. After that
 batch, a store that keeps history (``CheckpointerStore``) drops the old versions of every item it
-deleted or rewrote (:func:`~langmem_plugin.services.store_steps.purge_history_steps`), as a forget's.
+deleted or rewrote (:func:`~langmem_plugin.services.store_steps.purge_history_steps`), as a forget's,
+recorded in that batch as an intent (:mod:`langmem_plugin.services.intents`) that a resume finishes.
 The copies of what it clears in team memory (:mod:`langmem_plugin.services.team`) go in that
 batch too.
 """
@@ -22,9 +23,10 @@ from langgraph.store.base import Item, PutOp
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change
+from langmem_plugin.services.intents import Intent, begin_op, end_op, purge_intent, purge_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout, parse_compartment
 from langmem_plugin.services.operations import StoredMemory, changes_ops, clear_steps, to_stored
-from langmem_plugin.services.store_steps import StoreSteps, purge_history_steps
+from langmem_plugin.services.store_steps import StoreSteps
 from langmem_plugin.services.team import team_copies_steps
 from langmem_plugin.services.upkeep.provenance import Forgotten, exchange_removal_steps, redact_history_steps
 
@@ -84,6 +86,7 @@ def clear_reaching_steps(
     cleared = Cleared()
     read: dict[tuple[tuple[str, ...], str], Item] = {}
     written: list[PutOp] = []  # what the delete batch deleted or rewrote
+    purge: Intent | None = None  # the purge of it, recorded in that batch
     answer: Any = None
     while True:
         try:
@@ -113,12 +116,17 @@ def clear_reaching_steps(
                     *redactions,
                     *(o for o in ops if isinstance(o, PutOp) and o.value is None),
                 ]
+                if purge is not None:  # an earlier batch's intent: this one names all of it
+                    ops.append(end_op(purge))
+                purge = purge_intent(written)  # the purge below, done even if the run stops here
+                ops.append(begin_op(purge))
         answer = yield ops
         for result in answer if isinstance(answer, list) else []:
             for item in result if isinstance(result, list) else []:
                 if isinstance(item, Item):
                     read[(tuple(item.namespace), item.key)] = item
-    cleared.forgotten.history_purged = yield from purge_history_steps(written)
+    if purge is not None:
+        cleared.forgotten.history_purged = yield from purge_steps(purge)
     return cleared
 
 

@@ -48,7 +48,15 @@ from langmem_plugin.core.scope import NamespaceTemplate, Scope, exact_id, exact_
 from langmem_plugin.core.validity import is_current
 from langmem_plugin.errors import ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE
-from langmem_plugin.services.intents import Intent, begin_op, end_op, intents_steps, pending_steps
+from langmem_plugin.services.intents import (
+    PURGE,
+    Intent,
+    begin_op,
+    end_op,
+    intents_steps,
+    pending_steps,
+    purge_steps,
+)
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
@@ -399,11 +407,14 @@ def resume_forgetting_steps(
     history: NamespaceTemplate = HISTORY_NAMESPACE,
     index: NamespaceTemplate = THREAD_INDEX,
 ) -> StoreSteps[int]:
-    """Finish every ``forget_user`` and thread deletion a run left part-done (its intent is still
-    in the store: :mod:`~langmem_plugin.services.intents`); returns how many were finished."""
+    """Finish every ``forget_user`` and thread deletion a run left part-done, and every forget's
+    purge a run stopped before (its intent is still in the store:
+    :mod:`~langmem_plugin.services.intents`); returns how many were finished."""
     finished = 0
-    for intent in (yield from pending_steps((_FORGET_USER, _DELETE_THREADS))):
-        if intent.kind == _FORGET_USER:
+    for intent in (yield from pending_steps((_FORGET_USER, _DELETE_THREADS, PURGE))):
+        if intent.kind == PURGE:
+            yield from purge_steps(intent)
+        elif intent.kind == _FORGET_USER:
             yield from _forget_user_steps(intent.target, layout, [], None, history, index)
         else:
             threads = intent.args.get("threads")

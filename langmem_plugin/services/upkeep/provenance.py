@@ -42,6 +42,7 @@ from langmem_plugin.core.scope import NamespaceTemplate, Scope
 from langmem_plugin.core.validity import invalidated, is_current
 from langmem_plugin.errors import InvalidFilterError, ScopeError
 from langmem_plugin.services.history import HISTORY_NAMESPACE, Change
+from langmem_plugin.services.intents import begin_op, purge_intent, purge_steps
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import (
     StoredMemory,
@@ -52,7 +53,7 @@ from langmem_plugin.services.operations import (
     to_stored,
     update_steps,
 )
-from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
+from langmem_plugin.services.store_steps import HOLD, StoreSteps
 from langmem_plugin.services.stored_results import is_owned, results_namespace
 from langmem_plugin.services.team import team_copies_steps
 from langmem_plugin.services.upkeep.candidates import Candidate
@@ -326,7 +327,9 @@ def forget_memories_steps(
     says who (``recorded_by``) and when, without the text. A memory that is itself an exchange is
     removed as one (with its passages). Then a store that keeps history (``CheckpointerStore``)
     drops the old versions of every item the batch deleted or rewrote
-    (:func:`~langmem_plugin.services.store_steps.purge_history_steps`).
+    (:func:`~langmem_plugin.services.store_steps.purge_history_steps`); the batch records that
+    purge as an intent (:func:`~langmem_plugin.services.intents.purge_intent`), so a run killed
+    before it is finished by the next resume.
     """
     yield HOLD  # the next exchanges are read, then written back without their quote
     forgotten = Forgotten(tool_results=[r.key for r in tool_results])
@@ -343,8 +346,9 @@ def forget_memories_steps(
     changes = [Change(m.id, "DELETE", None, None, "forgotten") for m in plain]
     batch = [*ops, *redactions, *deletes, *changes_ops(scope, changes, recorded_by, history=history)]
     if batch:
-        yield batch
-        forgotten.history_purged = yield from purge_history_steps([*ops, *redactions, *deletes])
+        purge = purge_intent([*ops, *redactions, *deletes])  # done even if the run stops here
+        yield [*batch, begin_op(purge)]
+        forgotten.history_purged = yield from purge_steps(purge)
     return forgotten
 
 
