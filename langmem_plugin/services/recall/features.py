@@ -37,7 +37,7 @@ import numpy as np
 from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.services.recall.retrieval import RetrievedItem
 
-__all__ = ["FEATURES", "TOP", "candidate_features", "feature_matrix", "written_at"]
+__all__ = ["FEATURES", "TOP", "candidate_features", "feature_matrix", "text_terms", "written_at"]
 
 #: How many of the pool's best (by fused score) count as "the best candidates".
 TOP = 5
@@ -87,10 +87,18 @@ _PER_ROW = [  # the columns computed candidate by candidate, in this order
 _TEXTS_KEPT = 4096
 
 
+def text_terms(text: str) -> frozenset[int]:
+    """The lexical terms of ``text``, read as the lexical index reads words (stemmed, stop words
+    left out). Those of the last :data:`_TEXTS_KEPT` short texts are kept: the same memories come
+    back question after question (the features here, the near-duplicate rule of the fitting)."""
+    return _short_terms(text) if len(text) <= _KEPT_CHARS else frozenset(_WORDS.encode_query(text).indices)
+
+
+_KEPT_CHARS = 4000
+
+
 @functools.lru_cache(maxsize=_TEXTS_KEPT)
-def _terms(text: str) -> frozenset[int]:
-    """The lexical terms of ``text`` (the texts of the last :data:`_TEXTS_KEPT` seen are kept:
-    the same memories come back question after question)."""
+def _short_terms(text: str) -> frozenset[int]:
     return frozenset(_WORDS.encode_query(text).indices) if text else frozenset()
 
 
@@ -98,7 +106,7 @@ def _names(query: str) -> frozenset[int]:
     """The lexical terms of the capitalised words of ``query`` but its first word."""
     found = _NAME.findall(query)
     words = [w for n, w in enumerate(found) if n or not query.lstrip().startswith(w)]
-    return _terms(" ".join(words))
+    return text_terms(" ".join(words))
 
 
 def _places(values: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -165,9 +173,9 @@ def feature_matrix(query: str, hits: Sequence[RetrievedItem], now: datetime) -> 
                 out[i, _LIFT_COLUMNS[name]] += value
     for name in ("time_lift", "speaker_lift"):  # whether the lift applied, not how much
         column[name][:] = column[name] > 0
-    asked = _terms(query)
+    asked = text_terms(query)
     names = _names(query)
-    terms = [_terms(text) for text in contents]
+    terms = [text_terms(text) for text in contents]
     top = [int(i) for i in np.argsort(-fused, kind="stable")[:TOP]]
     top_keys = {hits[i].key for i in top}
     top_groups = {i: _group(metas[i]) for i in top}

@@ -16,12 +16,12 @@ from typing import Any, NamedTuple
 
 from langmem_plugin.core.fence import entry as fenced_entry
 from langmem_plugin.core.fence import group
-from langmem_plugin.core.lexical import BM25Encoder
 from langmem_plugin.core.record import MemoryKind
 from langmem_plugin.core.tokens import count_tokens
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.context import head_tokens
 from langmem_plugin.services.operations import StoredMemory
+from langmem_plugin.services.recall.features import text_terms
 from langmem_plugin.services.recall.passages import focus_window
 from langmem_plugin.services.recall.shape import QuestionShape, question_shape
 
@@ -42,21 +42,6 @@ __all__ = [
 MOST_SHARE = 5  # no memory shows more than this share of the memories budget
 _MIN_TERMS = 6  # a text of fewer words is never a near duplicate (only an exact one): in a short
 # exchange the question and its answer share most words ("Which tea do I like?", "I like green tea")
-_TERMS = BM25Encoder()  # reads words as the search's BM25 does: stems, no stopwords
-
-
-def _terms(text: str) -> frozenset[int]:
-    """The words of ``text`` as the near-duplicate rule compares them (those of the last short
-    texts read are kept: the same memories are fitted question after question)."""
-    return _short_terms(text) if len(text) <= _KEPT_CHARS else frozenset(_TERMS.encode_query(text).indices)
-
-
-_KEPT_CHARS = 4000
-
-
-@functools.lru_cache(maxsize=4096)
-def _short_terms(text: str) -> frozenset[int]:
-    return frozenset(_TERMS.encode_query(text).indices)
 
 
 @dataclass(frozen=True)
@@ -315,7 +300,7 @@ class MemoriesFitter:
             return None
         content, cut = self._shown(memory)
         day = self._day(memory)
-        terms = _terms(content) if self.config.near_duplicate else frozenset()
+        terms = text_terms(content) if self.config.near_duplicate else frozenset()
         if self._repeats(terms, day):
             self.refusal = "duplicate"
             return None
@@ -325,7 +310,7 @@ class MemoriesFitter:
             if fitted is None:
                 return None
             line, cost, content = fitted
-            terms = _terms(content) if self.config.near_duplicate else terms
+            terms = text_terms(content) if self.config.near_duplicate else terms
         if day is not None:
             self.days.setdefault(day, []).append((said_order(memory), line))
         else:
