@@ -24,7 +24,10 @@ A store that is no :class:`BoundedStore` (LangGraph's ``InMemoryStore``,
 
 The decision is written once, here, for every store: :func:`overflow` (how many
 items too many the write would leave) and :func:`room` (which items go to make
-room, or the refusal).
+room, or the refusal). A bound whose eviction is an :class:`OrderedEviction`
+chooses from a few fields of each value (:attr:`Bound.reads`): a store lists
+only those and :func:`room_steps` reads whole the few items it would choose, so
+a full namespace is not read whole on every write that must evict.
 
 >>> from langgraph.store.base import Item, PutOp
 >>> from datetime import datetime, UTC
@@ -42,11 +45,14 @@ ValueError: full: 2 + 1
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from langgraph.store.base import Item, PutOp
+
+from langmem_plugin.errors import ConfigurationError
 
 __all__ = [
     "Bound",
@@ -54,10 +60,13 @@ __all__ = [
     "BoundedWrite",
     "Eviction",
     "ItemLimits",
+    "OrderedEviction",
     "Refusal",
+    "Values",
     "item_limits",
     "overflow",
     "room",
+    "room_steps",
 ]
 
 #: Where a store holds item limits: for every writer of its data, or for one process only.
@@ -67,6 +76,55 @@ ItemLimits = Literal["shared", "process"]
 Refusal = Callable[[int, int], Exception]
 #: ``(the namespace's items the write does not touch, how many must go) -> keys to delete``.
 Eviction = Callable[[Sequence[Item], int], Sequence[str]]
+#: What :func:`room_steps` receives for the keys it asks for: ``{key: whole value}`` (a key gone: left out).
+Values = Mapping[str, Mapping[str, Any]]
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class OrderedEviction:
+    """An :data:`Eviction` that takes items in one order, which a store can follow without reading
+    whole values.
+
+    Called with whole items, it keeps those whose value ``admits`` passes, orders them by the
+    ``rank`` of their value, then by key, and chooses none when fewer than ``over`` are left, else
+    the first ``over + extra``. A store that lists a namespace to evict may read only ``fields`` of
+    each value (:attr:`Bound.reads`) and make room with :func:`room_steps`: the same choice.
+
+    Attributes:
+        fields: the value's top-level fields ``rank`` reads (a name of letters, digits and ``_``).
+        rank: an item's place from those fields of its value (lowest goes first); ``None``: never
+            chosen. It reads nothing else, so a value and its ``fields`` rank alike; a value that
+            ``admits`` passes has a place.
+        admits: whether an item may be chosen, from its whole value.
+        extra: how many more than needed are chosen (room for the next writes).
+    """
+
+    fields: tuple[str, ...]
+    rank: Callable[[Mapping[str, Any]], Any]
+    admits: Callable[[Mapping[str, Any]], bool]
+    extra: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.fields if not isinstance(f, str) or not _FIELD.fullmatch(f)]
+        if bad:
+            raise ConfigurationError(
+                f"OrderedEviction fields {bad!r} are not top-level value keys of letters, digits and '_'; "
+                "name the keys rank reads, e.g. ('kind', 'created_at')"
+            )
+        if self.extra < 0:
+            raise ConfigurationError(f"OrderedEviction extra must be 0 or more, got {self.extra!r}")
+
+    def __call__(self, items: Sequence[Item], over: int) -> list[str]:
+        return self.pick([item for item in items if self.admits(item.value)], over)
+
+    def pick(self, items: Sequence[Item], over: int) -> list[str]:
+        """The keys the order chooses among ``items``, by ``rank`` alone (``admits`` is not asked)."""
+        ranked = sorted((place, item.key) for item in items if (place := self.rank(item.value)) is not None)
+        if len(ranked) < over:
+            return []
+        return [key for _, key in ranked[: over + self.extra]]
 
 
 @dataclass(frozen=True)
@@ -85,6 +143,12 @@ class Bound:
     max_items: int
     refuse: Refusal
     evict: Eviction | None = None
+
+    @property
+    def reads(self) -> tuple[str, ...] | None:
+        """What a store must list of each value to make room: these top-level fields (``evict`` is
+        an :class:`OrderedEviction`: :func:`room_steps`), or ``None``: whole values (:func:`room`)."""
+        return self.evict.fields if isinstance(self.evict, OrderedEviction) else None
 
 
 @dataclass(frozen=True)
@@ -137,6 +201,39 @@ def room(write: BoundedWrite, bound: Bound, items: Sequence[Item], over: int) ->
     if len(chosen) < over:
         adding = sum(1 for puts in final.values() if puts)
         raise bound.refuse(len(items), adding)
+    return [PutOp(bound.namespace, key, None) for key in chosen]
+
+
+def room_steps(
+    write: BoundedWrite, bound: Bound, items: Sequence[Item], over: int
+) -> Generator[tuple[str, ...], Values, list[PutOp]]:
+    """:func:`room`, for ``items`` listed with only :attr:`Bound.reads` of each value.
+
+    Yields the keys whose whole values it needs (the few the order would choose) and receives them
+    as :data:`Values`; drops those ``admits`` fails and chooses again, until every chosen item is
+    admitted: what :func:`room` chooses from whole values. A bound that reads whole values is
+    answered by :func:`room` without a request.
+
+    Raises:
+        Exception: ``bound.refuse(...)`` when the bound's ``evict`` cannot free ``over`` items.
+    """
+    order = bound.evict
+    if over <= 0 or not isinstance(order, OrderedEviction):
+        return room(write, bound, items, over)
+    final = write.final(bound.namespace)
+    pool = [item for item in items if item.key not in final]
+    admitted: set[str] = set()
+    while True:
+        chosen = order.pick(pool, over)
+        unread = tuple(key for key in chosen if key not in admitted)
+        if not unread:
+            break
+        values = yield unread
+        refused = {key for key in unread if key not in values or not order.admits(values[key])}
+        admitted.update(key for key in unread if key not in refused)
+        pool = [item for item in pool if item.key not in refused]
+    if len(chosen) < over:
+        raise bound.refuse(len(items), sum(1 for puts in final.values() if puts))
     return [PutOp(bound.namespace, key, None) for key in chosen]
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "exchange_link",
     "memory_artifact",
     "parse_exchange_link",
+    "record_time",
     "text_problem",
     "utc_now",
     "validate_category",
@@ -108,6 +109,28 @@ def _check_text(value: str, what: str = "") -> str:
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(UTC)
+
+
+def record_time(value: Any) -> datetime:
+    """A record's ``created_at`` or ``updated_at`` as it reads one: an aware datetime or ISO 8601
+    string, in UTC.
+
+    >>> record_time("2026-01-02T03:00:00+02:00").isoformat()
+    '2026-01-02T01:00:00+00:00'
+
+    Raises:
+        ValueError: not a timestamp, or a naive one.
+    """
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"must be an ISO 8601 timestamp, got {value!r}") from None
+    if not isinstance(value, datetime):
+        raise ValueError(f"must be a datetime or an ISO 8601 string, got {value!r}")
+    if value.tzinfo is None:
+        raise ValueError(f"must be timezone-aware (UTC), got the naive {value.isoformat()}")
+    return value.astimezone(UTC)
 
 
 def validate_category(category: str) -> str:
@@ -307,16 +330,7 @@ class MemoryRecord(BaseModel):
     @field_validator("created_at", "updated_at", mode="before")
     @classmethod
     def _timestamp(cls, value: Any) -> datetime:
-        if isinstance(value, str):
-            try:
-                value = datetime.fromisoformat(value)
-            except ValueError:
-                raise ValueError(f"must be an ISO 8601 timestamp, got {value!r}") from None
-        if not isinstance(value, datetime):
-            raise ValueError(f"must be a datetime or an ISO 8601 string, got {value!r}")
-        if value.tzinfo is None:
-            raise ValueError(f"must be timezone-aware (UTC), got the naive {value.isoformat()}")
-        return value.astimezone(UTC)
+        return record_time(value)
 
     def to_value(self) -> dict[str, Any]:
         """The JSON object stored as the BaseStore item value."""

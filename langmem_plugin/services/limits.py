@@ -22,12 +22,14 @@ listing the namespace again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from langgraph.store.base import Item, PutOp, SearchOp
 
-from langmem_plugin.core.bounded import Bound, BoundedWrite, Eviction, overflow, room
-from langmem_plugin.core.record import MemoryKind, MemoryRecord
+from langmem_plugin.core.bounded import Bound, BoundedWrite, Eviction, OrderedEviction, overflow, room
+from langmem_plugin.core.record import MemoryKind, MemoryRecord, record_time
 from langmem_plugin.errors import InvalidRecordError
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.store_steps import StoreSteps
@@ -95,25 +97,38 @@ def write_steps(ops: Sequence[PutOp]) -> StoreSteps[None]:
         yield batch
 
 
+#: Where an episode without ``created_at`` goes in the order (none of this package's writers writes one).
+_UNDATED = datetime.max.replace(tzinfo=UTC)
+
+
+def _episode_time(value: Mapping[str, Any]) -> datetime | None:
+    """An episode's place in the eviction order, from its ``kind`` and ``created_at`` alone, read
+    as the record reads them; ``None``: no episode, or no time the record would take."""
+    if value.get("kind") != MemoryKind.EPISODE.value:
+        return None
+    if "created_at" not in value:
+        return _UNDATED
+    try:
+        return record_time(value["created_at"])
+    except (ValueError, OverflowError):
+        return None
+
+
+def _is_episode(value: Mapping[str, Any]) -> bool:
+    """Whether a whole value is a memory record of kind episode (an invalid record is never evicted)."""
+    try:
+        return MemoryRecord.from_value(value).kind is MemoryKind.EPISODE
+    except InvalidRecordError:
+        return False
+
+
 def _oldest_episodes(limit: int) -> Eviction:
     """The eviction of a full compartment: its oldest episodes (and passages), ``1/20`` of the
-    limit more than needed; memories of any other kind are never chosen."""
-
-    def evict(items: Sequence[Item], over: int) -> list[str]:
-        episodes: list[tuple[MemoryRecord, str]] = []
-        for item in items:
-            try:
-                record = MemoryRecord.from_value(item.value)
-            except InvalidRecordError:
-                continue
-            if record.kind is MemoryKind.EPISODE:
-                episodes.append((record, item.key))
-        episodes.sort(key=lambda pair: (pair[0].created_at, pair[1]))
-        if len(episodes) < over:
-            return []
-        return [key for _, key in episodes[: over + limit // _ROOM_SLACK]]
-
-    return evict
+    limit more than needed; memories of any other kind are never chosen. A store lists the
+    namespace's ``kind`` and ``created_at`` to choose, not whole values (:class:`OrderedEviction`)."""
+    return OrderedEviction(
+        fields=("kind", "created_at"), rank=_episode_time, admits=_is_episode, extra=limit // _ROOM_SLACK
+    )
 
 
 def bound_of(layout: MemoryLayout, comp: Compartment, namespace: tuple[str, ...]) -> Bound | None:

@@ -10,8 +10,9 @@ write transaction, ``_sqlite``):
    folded — written by another store object or another process — is read and
    folded, so the count is the namespace as everyone wrote it;
 2. *decide*: :func:`~langmem_plugin.core.bounded.overflow` and
-   :func:`~langmem_plugin.core.bounded.room` (the evictions, or the bound's
-   refusal: nothing is written);
+   :func:`~langmem_plugin.core.bounded.room_steps` (the evictions, or the bound's
+   refusal: nothing is written), from the folded state: the values are in memory, and
+   only what the bound's eviction reads of each is copied (and the chosen ones whole);
 3. *write*: one checkpoint per namespace (and one registering new namespaces),
    committed together when the section ends.
 
@@ -26,12 +27,13 @@ from typing import Any, cast
 
 import numpy as np
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.store.base import PutOp
+from langgraph.store.base import Item, PutOp
 
-from langmem_plugin.core.bounded import BoundedWrite, overflow, room
-from langmem_plugin.core.steps import Steps
+from langmem_plugin.core.bounded import Bound, BoundedWrite, overflow, room, room_steps
+from langmem_plugin.core.steps import Steps, run_steps
 from langmem_plugin.stores._validation import validate_namespace, validate_value
 from langmem_plugin.stores.checkpointer._batch import CheckpointerLogic, embedded_puts
+from langmem_plugin.stores.checkpointer._entries import Entry, copy_json
 from langmem_plugin.stores.checkpointer._log import (
     CheckpointIds,
     Exclusive,
@@ -125,7 +127,7 @@ def _section(
             present = {key for key in final if state.live(bound.namespace, key, now) is not None}
             over = overflow(write, bound, count=len(entries), present=present)
             if over > 0:
-                evictions.extend(room(write, bound, [e.item() for e in entries], over))
+                evictions.extend(_room(write, bound, entries, over))
         writes: list[Write] = []
         for op in evictions:
             evicted = logic.prepare_put(state, op, None, now, reason="evicted")
@@ -144,6 +146,27 @@ def _section(
     for request in requests:  # noqa: UP028 - run_steps sends each put's result: not `yield from` a list
         yield request
     return evictions, applied, heads, registered
+
+
+def _room(write: BoundedWrite, bound: Bound, entries: list[Entry], over: int) -> list[PutOp]:
+    """The evictions that make room in ``bound``'s namespace (its live ``entries``), or its refusal."""
+    reads = bound.reads
+    if reads is None:
+        return room(write, bound, [e.item() for e in entries], over)
+    listed = [
+        Item(
+            value={f: copy_json(e.value[f]) for f in reads if f in e.value},
+            key=e.key,
+            namespace=e.namespace,
+            created_at=e.created_at,
+            updated_at=e.updated_at,
+        )
+        for e in entries
+    ]
+    values = {e.key: e.value for e in entries}
+    return run_steps(
+        room_steps(write, bound, listed, over), lambda keys: {k: copy_json(values[k]) for k in keys}
+    )
 
 
 def _checkpoints(

@@ -175,13 +175,15 @@ class QueryBatch:
 class Scroll:
     """A page of points matching ``filter``, in id order, from id ``offset`` on.
 
-    → ``(list[Hit], next_offset)``; ``next_offset`` is None after the last page.
+    → ``(list[Hit], next_offset)``; ``next_offset`` is None after the last page. ``with_payload``
+    may name fields inside the value by a dot path (``"value.kind"``): the hits carry the value
+    with those keys alone (``{}`` when it has none of them).
     """
 
     filter: Filter
     limit: int
     offset: str | None = None
-    with_payload: bool = True
+    with_payload: Payload = True
 
 
 @dataclass(frozen=True, slots=True)

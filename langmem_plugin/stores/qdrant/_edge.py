@@ -103,9 +103,9 @@ from langmem_plugin.stores.qdrant._edge_reads import EdgeReads
 from langmem_plugin.stores.qdrant._edge_requests import (
     CORE_INDEXES,
     FILTER_INDEX_SCHEMAS,
-    READ,
     edge_filter,
     edge_point,
+    payload_read,
     shard_config,
 )
 from langmem_plugin.stores.qdrant._journal import engine_updates, read_journal, remove_journal, write_journal
@@ -375,7 +375,7 @@ class EdgeEngine:
                 offset=call.offset,
                 limit=call.limit,
                 filter=edge_filter(call.filter),
-                with_payload=READ if call.with_payload else False,
+                with_payload=payload_read(call.with_payload),
             )
             records, next_offset = shard.scroll(request)
             hits = [Hit(str(r.id), r.payload or {}) for r in records]

@@ -413,7 +413,7 @@ class ClientEngine:
                 "scroll_filter": _filter(call.filter),
                 "limit": call.limit,
                 "offset": call.offset,
-                "with_payload": call.with_payload,
+                "with_payload": _selector(call.with_payload),
                 "with_vectors": False,
             }
             return "scroll", kwargs, _page
