@@ -70,7 +70,7 @@ def _bobs_quote_alice(items: dict[tuple[tuple[str, ...], str], dict[str, Any]]) 
 def _check_done(store: BaseStore, report: Any) -> None:
     after = _everything(store)
     assert _alices(after) == []
-    assert not [k for k in after if k[0] == INTENTS]  # the intent went with the last page
+    assert not [k for k in after if k[0] == INTENTS]  # the intent went after the purge
     assert any(k[0][:3] == ("memories", "user", "bob") for k in after)  # bob's memory stays
     if report is not None:
         assert report.shared_threads == ["shared"]
@@ -101,8 +101,9 @@ def test_forget_user_failing_at_any_batch_is_finished_by_a_retry_and_never_shows
             monkeypatch.setattr(store_steps, "run_batch", RUN_BATCH)
             middle = _everything(store)
             assert middle == before or not _bobs_quote_alice(middle)  # nothing done, or bob's first
-            if n % 2:  # a retry finishes it
-                report = Memory(store).forget_user("alice")
+            if n % 2:  # a retry finishes it (and says what it removed, if anything was left)
+                retried = Memory(store).forget_user("alice")
+                report = retried if _alices(middle) else None
             else:  # or the first recall of a Memory opened afterwards
                 memory = Memory(store)
                 memory.recall(
@@ -182,7 +183,8 @@ def test_forget_user_killed_between_its_batches_is_finished_on_the_next_open(
         assert done.returncode == -9, done.stderr[-2000:]
         with opened(path) as store:
             middle = _everything(store)
-            assert _alices(middle)  # killed part-way: something of hers is left ...
+            # killed part-way: something of hers is left, or the purge of the old versions ...
+            assert _alices(middle) or [k for k in middle if k[0] == INTENTS]
             if cut == 1:  # killed before its first batch was applied: nothing was done
                 assert Memory(store).resume() == 0
                 assert _everything(store) == middle

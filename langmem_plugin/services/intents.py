@@ -10,7 +10,8 @@ would no longer know where to look.
 So before its first write the operation records its *intent* in the store itself:
 one small item under :data:`INTENTS` (``("memory_meta", "intents")``, not embedded)
 that names the operation and what it needs to be run again — the user id and every
-thread it found, the thread ids — and the last batch of the operation deletes it. A
+thread it found, the thread ids — and the operation deletes it once done (``delete_threads``
+with its last batch; ``forget_user`` after its purge, whose places and keys it names too). A
 retry of the operation reads it back (:func:`intents_steps`) and so knows every
 thread the first run knew; :func:`pending_steps` lists what is left unfinished, and
 ``Memory`` finishes it on first use (``Memory.resume``, and the first recall of a
@@ -25,13 +26,17 @@ records a :data:`PURGE` intent naming the places and keys the purge must reach
 (:func:`purge_intent`); :func:`purge_steps` purges them and then removes the intent, and the
 same resume that finishes ``forget_user`` runs any purge left pending.
 
-An intent names ids (a user, threads, namespaces and keys), never the text being forgotten.
+An intent names ids (a user, threads, namespaces and keys), never the text being forgotten. An
+intent that names a user being forgotten (``forget_user``'s, kept until its purge is done) leaves
+no old version either: :func:`erase_steps` removes it with a purge of the intents' own history,
+recorded as a :data:`PURGE` intent that names no one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,6 +52,8 @@ __all__ = [
     "Intent",
     "begin_op",
     "end_op",
+    "erase_steps",
+    "erasures_left_steps",
     "intents_steps",
     "pending_steps",
     "purge_intent",
@@ -144,4 +151,30 @@ def purge_steps(intent: Intent) -> StoreSteps[int]:
     whole = [tuple(str(label) for label in ns) for ns in (places if isinstance(places, list) else []) if ns]
     purged = yield from purge_history_steps([*written, end_op(intent)], namespaces=whole)
     yield [end_op(intent)]
+    return purged
+
+
+def erase_steps(intent: Intent) -> StoreSteps[int]:
+    """Remove ``intent`` and every old version of it (an intent that names a user being forgotten);
+    how many old versions went.
+
+    A store that keeps history keeps the value of a removed intent as an old version, so the
+    removal is followed by a purge of the intents' namespace (each intent there keeps only its
+    current version), and that purge is itself recorded in the removal's batch as a :data:`PURGE`
+    intent, which names only the namespace: a run killed before it is done leaves it to the next
+    resume. On a store without history, :func:`purge_steps` asks nothing of the store.
+    """
+    erase = Intent(PURGE, uuid.uuid4().hex[:24], {"keys": [], "namespaces": [list(INTENTS)]})
+    yield [end_op(intent), begin_op(erase)]
+    return (yield from purge_steps(erase))
+
+
+def erasures_left_steps() -> StoreSteps[int]:
+    """Carry out every purge :func:`erase_steps` recorded that a stopped run left undone (they name
+    no one, so any run may finish them: a retry of the operation that left one); how many old
+    versions went."""
+    purged = 0
+    for intent in (yield from pending_steps((PURGE,))):
+        if intent.args.get("namespaces") == [list(INTENTS)] and not intent.args.get("keys"):
+            purged += yield from purge_steps(intent)
     return purged

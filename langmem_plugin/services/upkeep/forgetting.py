@@ -53,6 +53,7 @@ from langmem_plugin.services.intents import (
     Intent,
     begin_op,
     end_op,
+    erasures_left_steps,
     intents_steps,
     pending_steps,
     purge_steps,
@@ -61,6 +62,7 @@ from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
 from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
 from langmem_plugin.services.team import private_namespaces_steps, promoted_by_steps
+from langmem_plugin.services.upkeep.erasure import forget_user_writes, purge_targets, within
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -283,7 +285,15 @@ def forget_user_steps(
             "Fix: pass threads=['t1', ...], or leave it out.",
         )
     thread_ids = exact_ids("thread_id", threads)
-    return _forget_user_steps(user_id, layout, thread_ids, thread_namespaces, history, index)
+    return _retried_steps(_forget_user_steps(user_id, layout, thread_ids, thread_namespaces, history, index))
+
+
+def _retried_steps(steps: StoreSteps[ForgetReport]) -> StoreSteps[ForgetReport]:
+    """``steps``, then what a stopped run of them may have left beyond its intent: the purge of
+    the intents' own history that removes an intent naming the user (a retry finishes it)."""
+    report = yield from steps
+    report.history_purged += yield from erasures_left_steps()
+    return report
 
 
 def _forget_user_steps(
@@ -362,15 +372,18 @@ def _forget_user_steps(
     removed = {key for namespace, key in seen}
     stripped = yield from _strip_quotes_steps(layout, sharers, removed)
     report.quotes_stripped = len(stripped)
-    intent = Intent(_FORGET_USER, user_id, {"threads": candidates})
-    yield from _intended_steps(intent, stripped, doomed, recorded=prior is not None)
     # a store that keeps history (CheckpointerStore) drops the old versions too: of every place
-    # wholly the user's, of the user's own namespaces in shared threads, of each item rewritten
+    # wholly the user's, of the user's own namespaces in shared threads, of each item deleted or
+    # rewritten elsewhere (a team copy, another user's exchange stripped of its quote, a shared
+    # thread's summary): what other users see, which goes in the first batch
     owned = [ns for _, ns, whole in places if whole]
     owned += [(*ns, _OWNER_LABEL, user_id) for _, ns, whole in places if not whole]
-    # the intent names the user: its old versions go too (a store that keeps history)
-    written = [*doomed, *stripped, end_op(intent)]
-    report.history_purged = yield from purge_history_steps(written, namespaces=owned)
+    elsewhere = [op for op in doomed if not within(op.namespace, owned)]
+    own = [op for op in doomed if within(op.namespace, owned)]
+    targets = purge_targets(prior, owned, [*stripped, *elsewhere])
+    intent = Intent(_FORGET_USER, user_id, {"threads": candidates, **targets})
+    first = [*stripped, *elsewhere]
+    report.history_purged = yield from forget_user_writes(intent, first, own, prior, page=_PAGE)
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
 
