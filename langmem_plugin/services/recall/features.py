@@ -71,9 +71,11 @@ FEATURES: tuple[str, ...] = (
 
 _WORDS = BM25Encoder()
 _NAME = re.compile(r"(?<![\w'])[A-Z][\w'-]+")
-_LIFT_COLUMNS = {lift: FEATURES.index(f"{lift}_lift") for lift in ("neighbours", "group", "time", "speaker")}
-_PER_ROW = [  # the columns computed candidate by candidate, in this order
-    FEATURES.index(f)
+_COLUMN = {name: i for i, name in enumerate(FEATURES)}
+_LIFTS = ("neighbours", "group", "time", "speaker")  # the lifts read, each into its own column
+_LIFT_SLOTS = {name: slot for slot, name in enumerate(_LIFTS)}
+_SHARED = [  # the columns :func:`_shared` computes candidate by candidate, in this order
+    _COLUMN[f]
     for f in (
         "query_cover",
         "name_cover",
@@ -143,69 +145,141 @@ def candidate_features(query: str, hits: Sequence[RetrievedItem], now: datetime)
 
 
 def feature_matrix(query: str, hits: Sequence[RetrievedItem], now: datetime) -> np.ndarray:
-    """:func:`candidate_features` as an array (candidates x :data:`FEATURES`): what the ranker scores."""
+    """:func:`candidate_features` as an array (candidates x :data:`FEATURES`): what the ranker scores.
+
+    One pass over the candidates reads what each says of itself (its scores, lifts, words, length,
+    metadata and stamp), the columns that place it in the pool are computed on whole arrays, and a
+    second pass (:func:`_shared`) reads what it shares with the question and the best candidates."""
     n = len(hits)
     out = np.zeros((n, len(FEATURES)))
     if not n:
         return out
-    values = [h.value for h in hits]
-    contents = [str(v.get("content") or "") for v in values]
-    metas = [m if isinstance(m := v.get("metadata"), Mapping) else {} for v in values]
-    fused = np.fromiter((h.score for h in hits), np.float64, n)
-    has_dense = np.fromiter((h.dense_score is not None for h in hits), bool, n)
-    has_lexical = np.fromiter((h.lexical_score is not None for h in hits), bool, n)
-    dense = np.fromiter((h.dense_score or 0.0 for h in hits), np.float64, n)
-    lexical = np.fromiter((h.lexical_score or 0.0 for h in hits), np.float64, n)
-    column = {name: out[:, i] for i, name in enumerate(FEATURES)}  # views: written in place
-    column["fused"][:] = fused
-    column["fused_gap"][:] = fused.max() - fused
-    column["fused_rank"][:] = _places(fused, np.ones(n, dtype=bool))
-    floor = dense[has_dense].min() if has_dense.any() else 0.0
-    column["dense"][:] = np.where(has_dense, dense, floor - 0.05)
-    column["has_dense"][:] = has_dense
-    column["dense_rank"][:] = _places(dense, has_dense)
-    column["lexical"][:] = lexical / (lexical.max() or 1.0)
-    column["has_lexical"][:] = has_lexical
-    column["lexical_rank"][:] = _places(lexical, has_lexical)
+    default = (now if now.tzinfo is not None else now.replace(tzinfo=UTC)).timestamp()
+    fused_scores: list[float] = []
+    dense_scores: list[float] = []
+    lexical_scores: list[float] = []
+    listed: list[bool] = []  # in the dense list, for each candidate; then in the lexical list, for each
+    lifted = [[0.0] * n for _ in _LIFTS]
+    terms: list[frozenset[int]] = []
+    lengths: list[int] = []
+    asks: list[bool] = []
+    metas: list[Mapping[str, Any]] = []
+    stamps: list[float] = []
     for i, hit in enumerate(hits):
-        for name, value in hit.lifts:
-            if name in _LIFT_COLUMNS:
-                out[i, _LIFT_COLUMNS[name]] += value
+        fused_scores.append(hit.score)
+        dense_scores.append(hit.dense_score or 0.0)
+        lexical_scores.append(hit.lexical_score or 0.0)
+        for name, added in hit.lifts:
+            slot = _LIFT_SLOTS.get(name)
+            if slot is not None:
+                lifted[slot][i] += added
+        value = hit.value
+        content = str(value.get("content") or "")
+        terms.append(text_terms(content))
+        lengths.append(len(content))
+        asks.append("?" in content)
+        meta = value.get("metadata")
+        metas.append(meta if type(meta) is dict or isinstance(meta, Mapping) else {})
+        stamps.append(_timestamp(value.get("created_at"), default))
+    listed.extend(h.dense_score is not None for h in hits)
+    listed.extend(h.lexical_score is not None for h in hits)
+    has_dense, has_lexical = np.array(listed, dtype=bool).reshape(2, n)
+    fused = np.array(fused_scores, dtype=np.float64)
+    dense = np.array(dense_scores, dtype=np.float64)
+    lexical = np.array(lexical_scores, dtype=np.float64)
+    by_fused = np.argsort(-fused, kind="stable")  # the pool best first by the fused score
+    place = np.empty(n)
+    place[by_fused] = np.arange(n, dtype=np.float64)
+    column = out.T  # column[k]: feature k of every candidate, written in place
+    column[_COLUMN["fused"]] = fused
+    column[_COLUMN["fused_gap"]] = fused.max() - fused
+    column[_COLUMN["fused_rank"]] = np.log1p(place)  # _places with every candidate present
+    floor = dense[has_dense].min() if has_dense.any() else 0.0
+    column[_COLUMN["dense"]] = np.where(has_dense, dense, floor - 0.05)
+    column[_COLUMN["has_dense"]] = has_dense
+    column[_COLUMN["dense_rank"]] = _places(dense, has_dense)
+    column[_COLUMN["lexical"]] = lexical / (lexical.max() or 1.0)
+    column[_COLUMN["has_lexical"]] = has_lexical
+    column[_COLUMN["lexical_rank"]] = _places(lexical, has_lexical)
+    for name, values in zip(_LIFTS, lifted, strict=True):
+        column[_COLUMN[f"{name}_lift"]] = values
     for name in ("time_lift", "speaker_lift"):  # whether the lift applied, not how much
-        column[name][:] = column[name] > 0
-    asked = text_terms(query)
-    names = _names(query)
-    terms = [text_terms(text) for text in contents]
-    top = [int(i) for i in np.argsort(-fused, kind="stable")[:TOP]]
-    top_keys = {hits[i].key for i in top}
-    top_groups = {i: _group(metas[i]) for i in top}
+        column[_COLUMN[name]] = column[_COLUMN[name]] > 0
+    _shared(column, query, terms, metas, by_fused[:TOP].tolist(), hits)
+    column[_COLUMN["length"]] = np.log1p(np.array(lengths, dtype=np.float64))
+    column[_COLUMN["asks"]] = asks
+    times = np.array(stamps, dtype=np.float64)
+    column[_COLUMN["age"]] = np.log1p(np.maximum(times.max() - times, 0.0) / 86400.0)
+    return out
+
+
+def _shared(
+    column: np.ndarray,
+    query: str,
+    terms: Sequence[frozenset[int]],
+    metas: Sequence[Mapping[str, Any]],
+    top: Sequence[int],
+    hits: Sequence[RetrievedItem],
+) -> None:
+    """Into ``column`` (features x candidates): what each candidate shares with the question and
+    with the best candidates (``top``: their places in the pool, best first). The words in common
+    are counted candidate by candidate; the shares are divided on whole arrays (an integer over an
+    integer, exactly rounded either way)."""
+    asked, names = _question(query)
     everyone = frozenset().union(*(terms[i] for i in top))  # the best candidates' words
     beyond = everyone - asked
-    top_count = Counter(top_groups.values())  # how many of the best are of each session
-    per_row: list[tuple[float, ...]] = []
-    for i, mine in enumerate(terms):
-        if i in top_groups:
-            others = frozenset().union(*(terms[j] for j in top if j != i))
-            past = others - asked
-        else:
-            others, past = everyone, beyond
-        told = mine - asked
-        meta = metas[i]
-        group = _group(meta)
-        per_row.append(
-            (
-                len(mine & asked) / len(asked) if asked else 0.0,
-                len(mine & names) / len(names) if names else 0.0,
-                len(mine & others) / (len(mine) + 1),
-                len(told & past) / (len(told) + 1),
-                1.0 if top_keys.intersection(str(meta.get("neighbours") or "").split()) else 0.0,
-                1.0 if group and top_count.get(group, 0) > (top_groups.get(i) == group) else 0.0,
-                0.0 if meta.get("previous") else 1.0,
-            )
+    sizes = np.fromiter(map(len, terms), np.float64, len(terms))
+    common = np.fromiter([len(mine & asked) for mine in terms], np.float64, len(terms))
+    overlap = [len(mine & everyone) for mine in terms]
+    bridged = [len(mine & beyond) for mine in terms]  # its words past the question's held by the best
+    for i in top:  # the others of one of the best are the best but itself
+        others = frozenset().union(*(terms[j] for j in top if j != i))
+        overlap[i] = len(terms[i] & others)
+        bridged[i] = len(terms[i] & (others - asked))
+    if asked:
+        column[_COLUMN["query_cover"]] = common / len(asked)
+    if names:
+        column[_COLUMN["name_cover"]] = np.fromiter([len(mine & names) for mine in terms], np.float64) / len(
+            names
         )
-    out[:, _PER_ROW] = per_row
-    column["length"][:] = np.log1p(np.fromiter(map(len, contents), np.float64, n))
-    column["asks"][:] = np.fromiter(("?" in text for text in contents), bool, n)
-    stamps = np.fromiter((written_at(v, now).timestamp() for v in values), np.float64, n)
-    column["age"][:] = np.log1p(np.maximum(stamps.max() - stamps, 0.0) / 86400.0)
-    return out
+    column[_COLUMN["top_overlap"]] = np.array(overlap, dtype=np.float64) / (sizes + 1)
+    column[_COLUMN["bridge"]] = np.array(bridged, dtype=np.float64) / (sizes - common + 1)
+    best = {hits[i].key for i in top}
+    column[_COLUMN["neighbour_in_top"]] = [
+        not best.isdisjoint(str(meta.get("neighbours") or "").split()) for meta in metas
+    ]
+    groups = [_group(meta) for meta in metas]
+    count = Counter(groups[i] for i in top)  # how many of the best are of each session
+    session = [bool(group) and count.get(group, 0) > 0 for group in groups]
+    for i in top:  # one of the best needs another of its session among them
+        session[i] = bool(groups[i]) and count[groups[i]] > 1
+    column[_COLUMN["session_in_top"]] = session
+    column[_COLUMN["opens_session"]] = [not meta.get("previous") for meta in metas]
+
+
+@functools.lru_cache(maxsize=1024)
+def _question(query: str) -> tuple[frozenset[int], frozenset[int]]:
+    """The lexical terms of ``query`` and of the names it gives, read once per question."""
+    return text_terms(query), _names(query)
+
+
+def _timestamp(stamp: object, default: float) -> float:
+    """``written_at(value, ...).timestamp()`` for a value whose ``created_at`` is ``stamp``
+    (``default``: the POSIX time that stands in for a date the value lacks)."""
+    if isinstance(stamp, str):
+        seconds = _seconds(stamp)
+        return default if seconds is None else seconds
+    if isinstance(stamp, datetime):
+        return (stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)).timestamp()
+    return default
+
+
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
+def _seconds(stamp: str) -> float | None:
+    """The POSIX time of an ISO stamp (naive: UTC), ``None`` if it does not read; the stamps of
+    the last :data:`_TEXTS_KEPT` memories are read once: the same come back question after question."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()

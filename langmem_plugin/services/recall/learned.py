@@ -24,7 +24,6 @@ operations on small arrays: nothing downloads, nothing is random.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -137,6 +136,7 @@ class LearnedRanker:
         if clip is not None and not (isinstance(clip, int | float) and math.isfinite(clip) and clip > 0):
             raise ValueError(f"'clip' must be a number above 0 or null, not {clip!r}")
         self.trees = (feature, threshold, value)
+        self._forest = _Forest(feature, threshold, value)
         self.linear = linear
         self.clip = None if clip is None else float(clip)
         self.bias = base
@@ -157,7 +157,7 @@ class LearnedRanker:
     def logits(self, rows: np.ndarray) -> np.ndarray:
         """The model's log-odds for each row of features (an array, one row per candidate)."""
         if self.kind == "trees":
-            residual = tree_outputs(rows, *self.trees)
+            residual = self._forest.outputs(rows)
             if self.clip is not None:
                 residual = np.clip(residual, -self.clip, self.clip)
             anchored: np.ndarray = rows @ self.linear + residual + self.bias
@@ -182,20 +182,58 @@ class LearnedRanker:
             return []
         logits = self.logits(feature_matrix(query, hits, now))
         scores = 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
-        order = np.argsort(-scores, kind="stable")[:keep]
-        return [dataclasses.replace(hits[i], score=float(scores[i])) for i in order]
+        order = np.argsort(-scores, kind="stable")[:keep].tolist()
+        return [_rescored(hits[i], score) for i, score in zip(order, scores[order].tolist(), strict=True)]
+
+
+def _rescored(hit: RetrievedItem, score: float) -> RetrievedItem:
+    """``dataclasses.replace(hit, score=score)``, without its walk over the fields each call."""
+    return RetrievedItem(
+        hit.namespace, hit.key, hit.value, score, hit.dense_score, hit.lexical_score, hit.lifts
+    )
 
 
 def tree_outputs(x: np.ndarray, feature: np.ndarray, threshold: np.ndarray, value: np.ndarray) -> np.ndarray:
     """The sum over complete trees in heap order (``feature`` and ``threshold``: trees x inner nodes;
     ``value``: trees x leaves) of the leaf each row of ``x`` reaches (``x[f] <= threshold``: left)."""
-    trees, inner = feature.shape
-    goes_left = (x[:, feature.ravel()] <= threshold.ravel()).reshape(len(x), trees, inner)
-    node = np.zeros((len(x), trees, 1), dtype=np.intp)
-    for _ in range((inner + 1).bit_length() - 1):  # the depth
-        node = 2 * node + 2 - np.take_along_axis(goes_left, node, axis=2)
-    out: np.ndarray = value[np.arange(trees), node[:, :, 0] - inner].sum(axis=1)
-    return out
+    return _Forest(feature, threshold, value).outputs(x)
+
+
+class _Forest:
+    """Complete trees of one depth as arrays built once (when a model loads), walked over all the
+    rows and all the trees at once: every node's test in one comparison, then each node picks
+    between what its two subtrees give (``np.where``), from the leaves up: no arithmetic, only
+    choices, so each row gets exactly its leaf's value in every tree.
+
+    The leaves reached form one rows x trees array, summed along its rows as :func:`tree_outputs`
+    always summed them: the same numbers added in the same order, the same floats."""
+
+    def __init__(self, feature: np.ndarray, threshold: np.ndarray, value: np.ndarray) -> None:
+        trees, inner = feature.shape
+        self.trees, self.inner = int(trees), int(inner)
+        self.nodes = np.ascontiguousarray(feature, dtype=np.intp).ravel()  # tree by tree, heap order
+        self.cuts = np.ascontiguousarray(threshold, dtype=np.float64).ravel()
+        self.leaves: list[np.ndarray] = [
+            np.ascontiguousarray(value[:, leaf], dtype=np.float64) for leaf in range(inner + 1)
+        ]
+
+    def outputs(self, x: np.ndarray) -> np.ndarray:
+        """The sum of the leaves each row of ``x`` reaches, one per row."""
+        left = (x[:, self.nodes] <= self.cuts).reshape(len(x), self.trees, self.inner)
+        reached = np.ascontiguousarray(self._below(left, 0), dtype=np.float64)  # rows x trees
+        if reached.ndim == 1:  # no row, or a single leaf: broadcast
+            reached = np.broadcast_to(reached, (len(x), self.trees)).copy()
+        out: np.ndarray = reached.sum(axis=1)
+        return out
+
+    def _below(self, left: np.ndarray, node: int) -> np.ndarray:
+        """What the subtree at ``node`` (heap order) gives each row, in each tree."""
+        if node >= self.inner:
+            return self.leaves[node - self.inner]
+        chosen: np.ndarray = np.where(
+            left[:, :, node], self._below(left, 2 * node + 1), self._below(left, 2 * node + 2)
+        )
+        return chosen
 
 
 @functools.cache
