@@ -243,11 +243,11 @@ def cases(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[PutOp], int]:
     return held, ops, limit
 
 
-def _old_choice(
-    store: BaseStore, namespace: tuple[str, ...], write: BoundedWrite, limit: int
+def _choice(
+    store: BaseStore, namespace: tuple[str, ...], write: BoundedWrite, limit: int, evict: Any
 ) -> list[str] | None:
-    """What the full-value eviction chose for ``write`` (None: the write was refused)."""
-    bound = Bound(namespace, limit, refuse=_bound(limit).refuse, evict=_old_oldest_episodes(limit))
+    """What ``evict`` chooses from whole values for ``write`` (None: the write is refused)."""
+    bound = Bound(namespace, limit, refuse=_bound(limit).refuse, evict=evict)
     items = _listed(store, namespace)
     over = overflow(write, bound, count=len(items), present={i.key for i in items})
     try:
@@ -266,7 +266,9 @@ def _same_choice(store: BaseStore, case: tuple[list[dict[str, Any]], list[PutOp]
     ops = [op._replace(namespace=namespace, index=False) for op in ops]
     write = BoundedWrite(tuple(ops), (_bound(limit, namespace),))
     before = {i.key for i in _listed(store, namespace)}
-    expected = _old_choice(store, namespace, write, limit)
+    expected = _choice(store, namespace, write, limit, _old_oldest_episodes(limit))
+    # what another store (PostgresStore, any BaseStore through the services) chooses from whole values
+    assert _choice(store, namespace, write, limit, _bound(limit).evict) == expected
     if expected is None:
         with pytest.raises(MemoryLimitError):
             store.write_bounded(write)  # type: ignore[attr-defined]
