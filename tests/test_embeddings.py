@@ -154,6 +154,31 @@ def test_quantized_model_is_built_once_into_the_cache(
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [built.name]  # no build leftovers
 
 
+def test_an_unwritable_cache_keeps_the_built_model_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from langmem_plugin.core.onnx_session import default_model_path, quantized_model
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("LANGMEM_PLUGIN_CACHE", str(blocker / "cache"))  # cannot be created
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    built = quantized_model(str(default_model_path()))
+    assert isinstance(built, bytes)
+    assert len(built) > 1_000_000
+    assert list(scratch.iterdir()) == []  # no copy left behind in the temporary directory
+    from onnxruntime import InferenceSession
+
+    assert {i.name for i in InferenceSession(built, providers=["CPUExecutionProvider"]).get_inputs()} >= {
+        "input_ids",
+        "attention_mask",
+    }
+
+
 def test_the_cache_has_a_home_when_the_process_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 

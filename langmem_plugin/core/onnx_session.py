@@ -149,8 +149,9 @@ def cache_dir() -> Path:
     return Path(base) / "langmem-plugin"
 
 
-def quantized_model(model_path: str) -> str:
-    """The path of ``model_path`` with its matrix products in int8, built on first use and cached.
+def quantized_model(model_path: str) -> str | bytes:
+    """The path of ``model_path`` with its matrix products in int8, built on first use and cached
+    (where the cache cannot be written: the built model itself, as bytes, kept in no file).
 
     The float graph is first folded by onnxruntime (the shipped export dequantizes its int8
     weights with Cast and Mul nodes), then quantized dynamically: int8 per-channel weights,
@@ -194,11 +195,11 @@ def quantized_model(model_path: str) -> str:
                 folded, built, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
             )
         if work_root is None:
-            return str(_keep(built))
+            return built.read_bytes()
         try:
             os.replace(built, target)
         except OSError:
-            return str(_keep(built))
+            return built.read_bytes()
     return str(target)
 
 
@@ -217,14 +218,6 @@ def _quiet_root_logger() -> Iterator[None]:
         root.removeFilter(advice)
 
 
-def _keep(path: Path) -> Path:
-    """Copy a built model out of its temporary directory into a file that outlives it."""
-    handle, name = tempfile.mkstemp(suffix=".onnx", prefix="minilm-dynamic-int8-")
-    with os.fdopen(handle, "wb") as out:
-        out.write(path.read_bytes())
-    return Path(name)
-
-
 def load_model(model_path: str, tokenizer_path: str, threads: int, quantized: bool = False) -> Loaded:
     """The session and tokenizer of ``model_path`` (its int8 derivation when ``quantized``),
     loaded once per process and argument set."""
@@ -239,7 +232,7 @@ def load_model(model_path: str, tokenizer_path: str, threads: int, quantized: bo
         import onnxruntime
         from tokenizers import Tokenizer
 
-        run_path = model_path
+        run_path: str | bytes = model_path
         if quantized:
             try:
                 run_path = quantized_model(model_path)
