@@ -184,9 +184,9 @@ def feature_matrix(query: str, hits: Sequence[RetrievedItem], now: datetime) -> 
     listed.extend(h.dense_score is not None for h in hits)
     listed.extend(h.lexical_score is not None for h in hits)
     has_dense, has_lexical = np.array(listed, dtype=bool).reshape(2, n)
-    fused = np.array(fused_scores, dtype=np.float64)
-    dense = np.array(dense_scores, dtype=np.float64)
-    lexical = np.array(lexical_scores, dtype=np.float64)
+    fused, dense, lexical, sizes, times = np.array(
+        [fused_scores, dense_scores, lexical_scores, lengths, stamps], dtype=np.float64
+    )
     by_fused = np.argsort(-fused, kind="stable")  # the pool best first by the fused score
     place = np.empty(n)
     place[by_fused] = np.arange(n, dtype=np.float64)
@@ -206,9 +206,8 @@ def feature_matrix(query: str, hits: Sequence[RetrievedItem], now: datetime) -> 
     for name in ("time_lift", "speaker_lift"):  # whether the lift applied, not how much
         column[_COLUMN[name]] = column[_COLUMN[name]] > 0
     _shared(column, query, terms, metas, by_fused[:TOP].tolist(), hits)
-    column[_COLUMN["length"]] = np.log1p(np.array(lengths, dtype=np.float64))
+    column[_COLUMN["length"]] = np.log1p(sizes)
     column[_COLUMN["asks"]] = asks
-    times = np.array(stamps, dtype=np.float64)
     column[_COLUMN["age"]] = np.log1p(np.maximum(times.max() - times, 0.0) / 86400.0)
     return out
 
@@ -226,27 +225,38 @@ def _shared(
     are counted candidate by candidate; the shares are divided on whole arrays (an integer over an
     integer, exactly rounded either way)."""
     asked, names = _question(query)
-    everyone = frozenset().union(*(terms[i] for i in top))  # the best candidates' words
-    beyond = everyone - asked
-    sizes = np.fromiter(map(len, terms), np.float64, len(terms))
-    common = np.fromiter([len(mine & asked) for mine in terms], np.float64, len(terms))
-    overlap = [len(mine & everyone) for mine in terms]
-    bridged = [len(mine & beyond) for mine in terms]  # its words past the question's held by the best
-    for i in top:  # the others of one of the best are the best but itself
-        others = frozenset().union(*(terms[j] for j in top if j != i))
-        overlap[i] = len(terms[i] & others)
-        bridged[i] = len(terms[i] & (others - asked))
+    held = Counter[int]()  # how many of the best hold each word
+    for i in top:
+        held.update(terms[i])
+    everyone = frozenset(held)  # the best candidates' words
+    known = everyone & asked  # ... that the question asks (a few)
+    twice = frozenset(word for word, count in held.items() if count > 1)  # ... held by two of them
+    twice_known = twice & asked
+    sizes: list[int] = []
+    common: list[int] = []
+    overlap: list[int] = []
+    bridged: list[int] = []
+    for mine in terms:
+        sizes.append(len(mine))
+        common.append(len(mine & asked))
+        shared = len(mine & everyone)
+        overlap.append(shared)
+        bridged.append(shared - len(mine & known))  # its words past the question's held by the best
+    for i in top:  # the others of one of the best are the best but itself: the words two of them hold
+        mine = terms[i]
+        overlap[i] = len(mine & twice)
+        bridged[i] = overlap[i] - len(mine & twice_known)
+    counts = np.array([sizes, common, overlap, bridged], dtype=np.float64)
     if asked:
-        column[_COLUMN["query_cover"]] = common / len(asked)
+        column[_COLUMN["query_cover"]] = counts[1] / len(asked)
     if names:
-        column[_COLUMN["name_cover"]] = np.fromiter([len(mine & names) for mine in terms], np.float64) / len(
-            names
-        )
-    column[_COLUMN["top_overlap"]] = np.array(overlap, dtype=np.float64) / (sizes + 1)
-    column[_COLUMN["bridge"]] = np.array(bridged, dtype=np.float64) / (sizes - common + 1)
+        named = np.array([len(mine & names) for mine in terms], dtype=np.float64)
+        column[_COLUMN["name_cover"]] = named / len(names)
+    column[_COLUMN["top_overlap"]] = counts[2] / (counts[0] + 1)
+    column[_COLUMN["bridge"]] = counts[3] / (counts[0] - counts[1] + 1)
     best = {hits[i].key for i in top}
     column[_COLUMN["neighbour_in_top"]] = [
-        not best.isdisjoint(str(meta.get("neighbours") or "").split()) for meta in metas
+        not best.isdisjoint(_keys(str(meta.get("neighbours") or ""))) for meta in metas
     ]
     groups = [_group(meta) for meta in metas]
     count = Counter(groups[i] for i in top)  # how many of the best are of each session
@@ -255,6 +265,12 @@ def _shared(
         session[i] = bool(groups[i]) and count[groups[i]] > 1
     column[_COLUMN["session_in_top"]] = session
     column[_COLUMN["opens_session"]] = [not meta.get("previous") for meta in metas]
+
+
+@functools.lru_cache(maxsize=_TEXTS_KEPT)
+def _keys(text: str) -> frozenset[str]:
+    """The keys a memory's ``neighbours`` names, read once for the last :data:`_TEXTS_KEPT`."""
+    return frozenset(text.split())
 
 
 @functools.lru_cache(maxsize=1024)
