@@ -7,7 +7,10 @@ finishes; the store is reopened and must hold the old state or the new one: a te
 whole with its provenance or not at all, never two copies of one memory, the ``PROMOTE`` history
 there exactly when the copy is; a forgotten memory's copies go with it, and once the forget is
 finished (retried, or resumed by the next ``Memory``) no team member's recall or search shows
-them. Retrying the operation then completes it.
+them, and a store that keeps history keeps no old version of them. Retrying the operation then
+completes it. ``forget_user`` takes all of the promoter's copies in its first batch or none: a
+``Memory`` of a teammate that was already running (and so resumes nothing) recalls none of them
+at any cut after it began.
 
 One interpreter is started per store (imports take seconds on a loaded machine); it forks a child
 per cut, which opens a copy of the same world and kills itself (a real SIGKILL) at the cut.
