@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from langgraph.store.base import PutOp
 
 from langmem_plugin.errors import ConfigurationError
@@ -293,3 +295,24 @@ def test_trim_heap_gives_freed_memory_back_to_the_system() -> None:
     assert trim_heap()
     trimmed = _anonymous_kb()
     assert freed - trimmed > 40_000, (held, freed, trimmed)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+@example({"n": 2**70, "m": [-(2**65), 1.5]})  # orjson refuses these: json reads them
+def test_the_cache_reads_back_every_json_value_as_json_would(value: Any) -> None:
+    # orjson reads what it can (most of the time), json what orjson refuses (integers past 64 bits)
+    entry = entry_of(str(uuid.uuid4()), _payload(value))
+    assert entry.payload()["value"] == json.loads(entry.value_json)
+    assert entry.select(("value", "key"))["value"] == json.loads(entry.value_json)
+
+
+def _payload(value: Any) -> dict[str, Any]:
+    return {"ns": "n", "key": "k", "value": value, "created_us": 1, "updated_us": 1, "expires_us": 2}
