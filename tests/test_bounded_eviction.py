@@ -9,7 +9,9 @@ evicted, and in which order, is what the choice from whole values was before:
   engine and qdrant-client's ``":memory:"``), and the chosen items are the only ones read whole;
 - the choice equals the one the full-value eviction made (its code is kept here as the
   reference) for any mix of episodes, other memories and values that are no valid record —
-  on embedded Qdrant and on CheckpointerStore over SQLite;
+  on embedded Qdrant, on CheckpointerStore over SQLite and on PostgresMemoryStore (a real
+  Postgres, ``tests/postgres_server.py``), whose listing selects ``value -> 'kind'`` and
+  ``value -> 'created_at'`` alone, in the write's transaction;
 - :func:`~langmem_plugin.core.bounded.room_steps` equals :func:`~langmem_plugin.core.bounded.room`
   for any order and any admission rule.
 """
@@ -37,6 +39,8 @@ from langmem_plugin.services import Compartment, CompartmentLimits, MemoryLayout
 from langmem_plugin.services.limits import bound_of
 from langmem_plugin.stores import CheckpointerStore, QdrantStore
 from langmem_plugin.stores.qdrant._calls import Retrieve, Scroll
+from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
+from tests.test_postgres_contract import fresh_database
 
 NS = ("memories", "user", "sam")
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -173,17 +177,21 @@ def test_an_invalid_record_among_the_oldest_is_read_whole_then_passed_over(qdran
 
 
 def test_an_episode_without_a_time_goes_after_every_dated_one(qdrant: QdrantStore) -> None:
+    _undated_last(qdrant, NS)
+
+
+def _undated_last(store: BaseStore, ns: tuple[str, ...]) -> None:
     # none of this package's writers writes one; the record reads it as written now
     undated = _episode(0)
     del undated["created_at"]
-    qdrant.batch([PutOp(NS, "a-undated", undated, index=False)])
-    qdrant.batch([PutOp(NS, f"e{n}", _episode(n), index=False) for n in (1, 2)])
-    whole = _listed(qdrant, NS)
-    write = BoundedWrite((PutOp(NS, "x", _fact(9)), PutOp(NS, "y", _fact(9))), (_bound(3),))
+    store.batch([PutOp(ns, "a-undated", undated, index=False)])
+    store.batch([PutOp(ns, f"e{n}", _episode(n), index=False) for n in (1, 2)])
+    whole = _listed(store, ns)
+    write = BoundedWrite((PutOp(ns, "x", _fact(9)), PutOp(ns, "y", _fact(9))), (_bound(3, ns),))
     assert _old_oldest_episodes(3)(whole, 2) == ["e1", "e2"]
-    assert [op.key for op in qdrant.write_bounded(write)] == ["e1", "e2"]
-    write = BoundedWrite((PutOp(NS, "z", _fact(9)),), (_bound(3),))
-    assert [op.key for op in qdrant.write_bounded(write)] == ["a-undated"]
+    assert [op.key for op in store.write_bounded(write)] == ["e1", "e2"]  # type: ignore[attr-defined]
+    write = BoundedWrite((PutOp(ns, "z", _fact(9)),), (_bound(3, ns),))
+    assert [op.key for op in store.write_bounded(write)] == ["a-undated"]  # type: ignore[attr-defined]
 
 
 def test_ordered_eviction_names_only_top_level_fields() -> None:
@@ -217,12 +225,15 @@ def values(draw: st.DrawFn) -> dict[str, Any]:
         kind = draw(st.sampled_from([k.value for k in MemoryKind if k is not MemoryKind.EPISODE]))
         return {"content": "a memory", "kind": kind, "created_at": at}
     if shape == "broken episode":
-        broken = draw(
-            st.sampled_from(
-                [{"content": ""}, {"content": 5}, {"priority": 0}, {"bogus": 1}, {"created_at": None}, {}]
-            )
-            | st.builds(lambda at: {"created_at": at}, NOT_STAMPS)
-        )
+        fields: list[dict[str, Any]] = [
+            {"content": ""},
+            {"content": 5},
+            {"priority": 0},
+            {"bogus": 1},
+            {"created_at": None},
+            {},
+        ]
+        broken = draw(st.sampled_from(fields) | st.builds(lambda at: {"created_at": at}, NOT_STAMPS))
         value = {"content": "an exchange", "kind": "episode", "created_at": at, **broken}
         if not broken:
             del value["created_at"]  # undated and without content: no record
@@ -295,6 +306,83 @@ def test_the_choice_from_kind_and_time_is_the_choice_from_whole_values(
     stores: dict[str, BaseStore], kind: str, case: tuple[list[dict[str, Any]], list[PutOp], int]
 ) -> None:
     _same_choice(stores[kind], case)
+
+
+@pytest.fixture(scope="module")
+def postgres(pgvector_url: str) -> Iterator[BaseStore]:  # noqa: F811
+    from langmem_plugin.stores.postgres import PostgresMemoryStore
+
+    with PostgresMemoryStore.from_conn_string(fresh_database(pgvector_url), setup=True) as store:
+        yield store
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_the_choice_from_kind_and_time_is_the_choice_from_whole_values_on_postgres(
+    postgres: BaseStore, case: tuple[list[dict[str, Any]], list[PutOp], int]
+) -> None:
+    _same_choice(postgres, case)
+
+
+def test_an_episode_without_a_time_goes_after_every_dated_one_on_postgres(postgres: BaseStore) -> None:
+    _undated_last(postgres, (*NS, "undated"))  # a field the value lacks is not listed as null
+
+
+class _Recorded:
+    """A real psycopg cursor that keeps each statement and the rows it returned."""
+
+    def __init__(self, cur: Any) -> None:
+        self.cur = cur
+        self.calls: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
+
+    def execute(self, query: str, params: dict[str, Any], **kwargs: Any) -> None:
+        self.cur.execute(query, params, **kwargs)
+        self.calls.append((query, params, []))
+
+    def fetchall(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.cur.fetchall()
+        self.calls[-1][2].extend(rows)
+        return rows
+
+
+def test_postgres_lists_a_full_namespace_by_kind_and_time_and_reads_only_the_chosen_whole(
+    postgres: BaseStore,
+) -> None:
+    from psycopg.rows import dict_row
+
+    from langmem_plugin.stores.postgres._bounded import make_room
+
+    namespace = (*NS, "listed")
+    puts = [PutOp(namespace, f"e{n:02d}", _episode(39 - n), index=False) for n in range(40)]
+    puts += [PutOp(namespace, f"f{n:02d}", _fact(n), index=False) for n in range(20)]
+    puts.append(PutOp(namespace, "broken", _episode(-5, content=""), index=False))  # oldest, no record
+    undated = _episode(-9, created_at=None)  # a null time is no time: never an episode to evict
+    puts.append(PutOp(namespace, "null-time", undated, index=False))
+    postgres.batch(puts)
+    whole = _listed(postgres, namespace)
+    bound = _bound(61, namespace)  # 62 items and 2 more: 3 too many, and 61 // 20 = 3 more
+    write = BoundedWrite((PutOp(namespace, "n1", _fact(100)), PutOp(namespace, "n2", _fact(101))), (bound,))
+    with postgres._connection() as conn, conn.transaction():  # type: ignore[attr-defined]
+        cur = _Recorded(conn.cursor(row_factory=dict_row))
+        evicted = [op.key for op in make_room(cur, write, bound, datetime.now(UTC))]
+    assert evicted == [f"e{n:02d}" for n in (39, 38, 37, 36, 35, 34)]  # the six oldest episodes
+    assert evicted == _old_oldest_episodes(61)(whole, 3)
+    listing, *reads = cur.calls
+    assert len(listing[2]) == 62
+    for row in listing[2]:
+        assert set(row["value"]) == {"kind", "created_at"}  # no content, no metadata
+    assert next(r for r in listing[2] if r["key"] == "null-time")["value"]["created_at"] is None
+    # the chosen alone are read whole: the six oldest, then (the broken one passed over) the next
+    assert [len(params["keys"]) for _, params, _ in reads] == [6, 1]
+    assert {r["value"]["content"].split(":")[0] for _, _, rows in reads for r in rows} == {
+        f"exchange {n}" for n in range(6)
+    } | {""}
+    assert {i.key for i in _listed(postgres, namespace)} == {i.key for i in whole}  # make_room writes nothing
+    assert [op.key for op in postgres.write_bounded(write)] == evicted  # type: ignore[attr-defined]
+    assert {i.key for i in _listed(postgres, namespace)} == {i.key for i in whole} - set(evicted) | {
+        "n1",
+        "n2",
+    }
 
 
 # --------------------------------------------------------------------------- room_steps is room

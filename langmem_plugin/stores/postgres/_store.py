@@ -19,7 +19,7 @@ from typing import Any, cast
 from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
 
-from langmem_plugin.core.bounded import BoundedWrite, ItemLimits, overflow, room
+from langmem_plugin.core.bounded import BoundedWrite, ItemLimits
 from langmem_plugin.core.candidates import CandidateQuery, Candidates
 from langmem_plugin.core.embeddings import embedder_id
 from langmem_plugin.core.lexical import BM25Encoder
@@ -42,6 +42,7 @@ from langmem_plugin.stores._validation import (
     validate_put,
 )
 from langmem_plugin.stores.postgres import _schema
+from langmem_plugin.stores.postgres._bounded import make_room
 from langmem_plugin.stores.postgres._candidates import (
     CandidatePlan,
     Verdicts,
@@ -60,7 +61,7 @@ from langmem_plugin.stores.postgres._ops import (
     sweep_statement,
     write_statements,
 )
-from langmem_plugin.stores.postgres._sql import ITEM_COLUMNS, LIVE, namespace_text, one_statement
+from langmem_plugin.stores.postgres._sql import namespace_text, one_statement
 
 try:
     import psycopg
@@ -555,16 +556,7 @@ class PostgresMemoryStore(CheckedStore, PostgresStore):
             lock_namespaces(cur, [op.namespace for op in winners], bounded)
             evictions: list[PutOp] = []
             for bound in write.bounds:
-                cur.execute(
-                    f"SELECT {ITEM_COLUMNS} FROM store s WHERE s.prefix = %(ns)s AND {LIVE}",
-                    {"ns": namespace_text(bound.namespace), "now": now},
-                    prepare=False,
-                )
-                items = [item_of(r) for r in cur.fetchall()]
-                final = write.final(tuple(bound.namespace))
-                present = {i.key for i in items if i.key in final}
-                over = overflow(write, bound, count=len(items), present=present)
-                evictions.extend(room(write, bound, items, over))
+                evictions.extend(make_room(cur, write, bound, now))
             for statement, params in write_statements(
                 rows,
                 [*deletes, *evictions],
