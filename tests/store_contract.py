@@ -154,14 +154,27 @@ class StoreContract:
             {"when": datetime(2024, 1, 1)},
             {"n": float("nan")},
             {1: "x"},
+            {"n": 2**64},
+            {"deep": [{"n": -(2**63) - 1}]},
         ],
-        ids=["str", "list", "int", "type", "datetime", "nan", "int-key"],
+        ids=["str", "list", "int", "type", "datetime", "nan", "int-key", "past-64-bits", "below-64-bits"],
     )
     def test_values_that_are_not_json_objects_are_rejected(self, store: BaseStore, value: Any) -> None:
         with pytest.raises(ValueError, match="value"):
             store.put(("a",), "k", value)
         assert store.get(("a",), "k") is None
         assert store.list_namespaces() == []
+
+    @pytest.mark.usefixtures("ours")
+    def test_integers_of_64_bits_come_back_as_the_same_integers(self, store: BaseStore) -> None:
+        # Qdrant keeps i64 and u64 numbers as integers and turns larger ones into floats: the
+        # boundary refuses those (above), so what is kept is what was written
+        value = {"top": 2**64 - 1, "bottom": -(2**63), "list": [2**63, -1, 0]}
+        store.put(("a",), "k", value)
+        got = store.get(("a",), "k")
+        assert got is not None
+        assert got.value == value
+        assert all(isinstance(n, int) for n in [got.value["top"], got.value["bottom"], *got.value["list"]])
 
     @pytest.mark.usefixtures("ours")
     def test_oversized_value_is_rejected(self, store: BaseStore) -> None:

@@ -120,6 +120,10 @@ def validate_key(key: Any) -> str:
     return key
 
 
+#: The integers every store keeps as integers: JSON numbers that fit 64 bits, signed or unsigned.
+_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
+
+
 def _check_shape(value: dict[str, Any], max_depth: int) -> None:
     """Depth, key types and text of a value, without recursion (a value may be nested 10,000 deep)."""
     stack: list[tuple[Any, int, str]] = [(value, 1, "value")]
@@ -157,6 +161,12 @@ def _check_shape(value: dict[str, Any], max_depth: int) -> None:
                 where = f"{path}[{name}]"
             if isinstance(child, dict | list | tuple | str):
                 stack.append((child, depth + 1, where))
+            elif isinstance(child, int) and not _INT_LOW <= child <= _INT_HIGH:
+                raise InvalidValueError(
+                    f"a store value's integer at {brief(where)} is {brief(str(child))}, outside 64 bits "
+                    f"({_INT_LOW} to {_INT_HIGH}): Qdrant and msgpack would turn it into a float or "
+                    "refuse it. Fix: store it as a string (str(n))."
+                )
 
 
 def validate_value(
@@ -169,8 +179,8 @@ def validate_value(
 
     Raises:
         InvalidValueError: not a dict, keys not strings, nested deeper than ``max_depth``, text
-            that is not valid Unicode (a lone surrogate), not JSON-serialisable (NaN and infinities
-            included), or larger than ``max_bytes``.
+            that is not valid Unicode (a lone surrogate), an integer outside 64 bits, not
+            JSON-serialisable (NaN and infinities included), or larger than ``max_bytes``.
     """
     if not isinstance(value, dict):
         raise InvalidValueError(
