@@ -279,7 +279,7 @@ def test_the_trees_are_the_references_exactly(model: dict[str, Any], data: st.Da
 @settings(max_examples=60, deadline=None)
 @given(_pools())
 def test_the_shipped_models_ranking_is_the_references_exactly(pool: tuple[str, list[RetrievedItem]]) -> None:
-    """The shipped model's 200 trees on random pools: the fast rerank keeps exactly the candidates,
+    """The shipped model's trees on random pools: the fast rerank keeps exactly the candidates,
     the order and the scores of the reference, and every field of each candidate but its score."""
     query, hits = pool
     ranker = default_ranker()
