@@ -213,16 +213,16 @@ class _Forest:
         self.trees, self.inner = int(trees), int(inner)
         self.nodes = np.ascontiguousarray(feature, dtype=np.intp).ravel()  # tree by tree, heap order
         self.cuts = np.ascontiguousarray(threshold, dtype=np.float64).ravel()
-        self.leaves: list[np.ndarray] = [
-            np.ascontiguousarray(value[:, leaf], dtype=np.float64) for leaf in range(inner + 1)
+        self.leaves: list[np.ndarray] = [  # each a column: trees x 1
+            np.ascontiguousarray(value[:, leaf : leaf + 1], dtype=np.float64) for leaf in range(inner + 1)
         ]
 
     def outputs(self, x: np.ndarray) -> np.ndarray:
         """The sum of the leaves each row of ``x`` reaches, one per row."""
-        left = (x[:, self.nodes] <= self.cuts).reshape(len(x), self.trees, self.inner)
-        reached = np.ascontiguousarray(self._below(left, 0), dtype=np.float64)  # rows x trees
-        if reached.ndim == 1:  # no row, or a single leaf: broadcast
-            reached = np.broadcast_to(reached, (len(x), self.trees)).copy()
+        columns = np.ascontiguousarray(x.T)  # a feature's values, side by side: each node's copied whole
+        left = (columns[self.nodes] <= self.cuts[:, None]).reshape(self.trees, self.inner, len(x))
+        chosen = np.broadcast_to(self._below(left, 0), (self.trees, len(x)))  # trees x rows
+        reached = np.ascontiguousarray(chosen.T, dtype=np.float64)  # rows x trees, C order
         out: np.ndarray = reached.sum(axis=1)
         return out
 
@@ -231,7 +231,7 @@ class _Forest:
         if node >= self.inner:
             return self.leaves[node - self.inner]
         chosen: np.ndarray = np.where(
-            left[:, :, node], self._below(left, 2 * node + 1), self._below(left, 2 * node + 2)
+            left[:, node], self._below(left, 2 * node + 1), self._below(left, 2 * node + 2)
         )
         return chosen
 
