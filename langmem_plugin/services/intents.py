@@ -10,8 +10,8 @@ would no longer know where to look.
 So before its first write the operation records its *intent* in the store itself:
 one small item under :data:`INTENTS` (``("memory_meta", "intents")``, not embedded)
 that names the operation and what it needs to be run again — the user id and every
-thread it found, the thread ids — and the operation deletes it once done (``delete_threads``
-with its last batch; ``forget_user`` after its purge, whose places and keys it names too). A
+thread it found, the thread ids and their users — and the operation deletes it once done, after
+its purge, whose places and keys it names too (:mod:`langmem_plugin.services.upkeep.erasure`). A
 retry of the operation reads it back (:func:`intents_steps`) and so knows every
 thread the first run knew; :func:`pending_steps` lists what is left unfinished, and
 ``Memory`` finishes it on first use (``Memory.resume``, and the first recall of a
@@ -27,9 +27,9 @@ records a :data:`PURGE` intent naming the places and keys the purge must reach
 same resume that finishes ``forget_user`` runs any purge left pending.
 
 An intent names ids (a user, threads, namespaces and keys), never the text being forgotten. An
-intent that names a user being forgotten (``forget_user``'s, kept until its purge is done) leaves
-no old version either: :func:`erase_steps` removes it with a purge of the intents' own history,
-recorded as a :data:`PURGE` intent that names no one.
+intent kept until its purge is done (``forget_user``'s, which names a user being forgotten, and
+``delete_threads``') leaves no old version either: :func:`erase_steps` removes it with a purge of
+the intents' own history, recorded as a :data:`PURGE` intent that names no one.
 """
 
 from __future__ import annotations

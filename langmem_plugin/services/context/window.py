@@ -267,10 +267,10 @@ def delete_idle_threads(
     idle = _idle(_latest_by_thread(checkpointer.list(None)), max_idle, now)
     if dry_run:
         return idle
+    if store is not None and idle:  # first: killed part-way, the threads are still idle for a retry
+        _log_removed(idle, execute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     for thread_id in idle:
         checkpointer.delete_thread(thread_id)
-    if store is not None and idle:
-        _log_removed(idle, execute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     return idle
 
 
@@ -287,8 +287,8 @@ async def adelete_idle_threads(
     idle = _idle(_latest_by_thread([t async for t in checkpointer.alist(None)]), max_idle, now)
     if dry_run:
         return idle
+    if store is not None and idle:  # first: killed part-way, the threads are still idle for a retry
+        _log_removed(idle, await aexecute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     for thread_id in idle:
         await checkpointer.adelete_thread(thread_id)
-    if store is not None and idle:
-        _log_removed(idle, await aexecute(store, delete_threads_steps(layout or MemoryLayout(), idle)))
     return idle

@@ -5,7 +5,7 @@
 - :mod:`.candidates`: what extraction hands consolidation.
 - :mod:`.reflection`: extraction then consolidation, in the background after a run.
 - :mod:`.forgetting`: deleting memories, threads and users.
-- :mod:`.erasure`: how ``forget_user`` writes: its intent, its pages, its purge.
+- :mod:`.erasure`: how ``forget_user`` and ``delete_threads_steps`` write: the intent, the pages, the purge.
 - :mod:`.provenance`: which exchanges a memory came from; forgetting and superseding reach them.
 - :mod:`.clearing`: clearing a compartment by category or tags, reaching the exchanges too.
 

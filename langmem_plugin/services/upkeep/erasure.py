@@ -1,14 +1,16 @@
-"""How ``forget_user`` writes (:mod:`.forgetting` decides what): its intent, its pages, its purge.
+"""How ``forget_user`` and ``delete_threads`` write (:mod:`.forgetting` decides what): the intent,
+the pages, the purge.
 
-A user's items go in several batches, so ``forget_user`` records its intent first
-(:mod:`~langmem_plugin.services.intents`): the user, every thread found, and what its purge of old
-versions must reach (:func:`purge_targets`: the user's own namespaces, whole, and the key of each
-item deleted or rewritten elsewhere — a copy in team memory, another user's exchange stripped of its
-quote, a shared thread's summary). Those items are what other users see, so they go in the first
-batch, with the intent; a page deleting them later could be cut short, and a run that resumes after
-it no longer finds them (nor their old versions, but for the intent). The intent stays until the
-purge is done, and its removal leaves no old version that names the user
-(:func:`~langmem_plugin.services.intents.erase_steps`).
+Their items go in several batches, so each records its intent first
+(:mod:`~langmem_plugin.services.intents`): what running it again needs (the user and every thread
+found; the threads and their users) and what its purge of old versions must reach
+(:func:`purge_targets`: the namespaces it removes whole, and the key of each item deleted or
+rewritten elsewhere — for ``forget_user`` a copy in team memory, another user's exchange stripped
+of its quote, a shared thread's summary; for ``delete_threads`` the threads' index entries). An item
+deleted by an earlier page is no longer found by a run that resumes after it, nor are its old
+versions, but for the intent. ``forget_user``'s first batch holds, with the intent, what other users
+see. The intent stays until the purge is done, and its removal leaves no old version of it
+(:func:`~langmem_plugin.services.intents.erase_steps`): one that names a user being forgotten.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from langgraph.store.base import PutOp
 from langmem_plugin.services.intents import INTENTS, Intent, begin_op, end_op, erase_steps
 from langmem_plugin.services.store_steps import PurgeHistory, StoreSteps
 
-__all__ = ["forget_user_writes", "purge_targets", "within"]
+__all__ = ["intended_writes", "purge_targets", "within"]
 
 
 def within(namespace: Sequence[str], places: Sequence[tuple[str, ...]]) -> bool:
@@ -33,9 +35,10 @@ def within(namespace: Sequence[str], places: Sequence[tuple[str, ...]]) -> bool:
 def purge_targets(
     prior: Intent | None, namespaces: Sequence[tuple[str, ...]], written: Sequence[PutOp]
 ) -> dict[str, list[Any]]:
-    """What ``forget_user``'s purge must reach, as its intent names it: the ``namespaces`` removed
-    whole and the ``(namespace, key)`` of each item ``written`` elsewhere — with what a run that
-    stopped part-way named (the items it deleted are no longer found, their old versions are)."""
+    """What a purge after several batches must reach, as the operation's intent names it: the
+    ``namespaces`` removed whole and the ``(namespace, key)`` of each item ``written`` elsewhere —
+    with what a run that stopped part-way named (the items it deleted are no longer found, their
+    old versions are)."""
     places = [list(ns) for ns in namespaces]
     keys = [{"namespace": list(op.namespace), "key": op.key} for op in written]
     if prior is not None:
@@ -50,23 +53,24 @@ def purge_targets(
     return {"namespaces": list(unique_places.values()), "keys": list(unique_keys.values())}
 
 
-def forget_user_writes(
+def intended_writes(
     intent: Intent, first: Sequence[PutOp], rest: Sequence[PutOp], prior: Intent | None, *, page: int
 ) -> StoreSteps[int]:
-    """Write ``forget_user``'s changes and purge the old versions of what it removed; how many
-    old versions went.
+    """Write an operation of several batches (``forget_user``, ``delete_threads``) and purge the
+    old versions of what it removed; how many old versions went.
 
-    The intent (the user, every thread found, what the purge must reach) is recorded in the first
-    batch with ``first`` — the other users' exchanges stripped of their quote of the user, and
-    what the user left where others read (team copies, a shared thread's summary): before any
-    other delete, and in one batch, so another user sees either all of it or none of it, and an
-    embedder that fails on a rewrite leaves everything as it was. ``rest`` (the user's own places,
-    the thread index last) follows in pages of ``page`` ops. The intent stays through the purge,
-    so a run killed at any point is finished by a retry or the next resume; then
-    :func:`~langmem_plugin.services.intents.erase_steps` removes it without leaving an old version
-    that names the user. A run with nothing to write records no intent (``prior``: a stopped
-    run's, finished here). On a store that keeps no history (the purge is answered ``None``) the
-    intent simply goes.
+    The intent (what a rerun needs, what the purge must reach: ``intent.args["namespaces"]`` and
+    ``["keys"]``, from :func:`purge_targets`) is recorded in the first batch with ``first`` —
+    for ``forget_user`` the other users' exchanges stripped of their quote of the user, and what
+    the user left where others read (team copies, a shared thread's summary): before any other
+    delete, and in one batch, so another user sees either all of it or none of it, and an
+    embedder that fails on a rewrite leaves everything as it was. ``rest`` (the operation's own
+    places, what tells where to look — the thread index — last) follows in pages of ``page`` ops.
+    The intent stays through the purge, so a run killed at any point is finished by a retry or the
+    next resume; then :func:`~langmem_plugin.services.intents.erase_steps` removes it without
+    leaving an old version of it. A run with nothing to write records no intent (``prior``: a
+    stopped run's, finished here). On a store that keeps no history (the purge is answered
+    ``None``) the intent simply goes.
     """
     if first or rest:
         if len(first) + len(rest) <= page:  # one batch, applied whole: with the intent all the same,

@@ -39,7 +39,7 @@ import json
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from langgraph.store.base import Item, PutOp, SearchOp
 
@@ -51,8 +51,6 @@ from langmem_plugin.services.history import HISTORY_NAMESPACE
 from langmem_plugin.services.intents import (
     PURGE,
     Intent,
-    begin_op,
-    end_op,
     erasures_left_steps,
     intents_steps,
     pending_steps,
@@ -60,9 +58,9 @@ from langmem_plugin.services.intents import (
 )
 from langmem_plugin.services.layout import Compartment, MemoryLayout
 from langmem_plugin.services.operations import StoredMemory, get_steps, list_steps, read_record, to_stored
-from langmem_plugin.services.store_steps import HOLD, StoreSteps, purge_history_steps
+from langmem_plugin.services.store_steps import HOLD, StoreSteps
 from langmem_plugin.services.team import private_namespaces_steps, promoted_by_steps
-from langmem_plugin.services.upkeep.erasure import forget_user_writes, purge_targets, within
+from langmem_plugin.services.upkeep.erasure import intended_writes, purge_targets, within
 from langmem_plugin.services.upkeep.provenance import Forgotten, forget_memories_steps
 
 __all__ = [
@@ -79,6 +77,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: One item per thread of a user: how ``forget_user`` finds a user's threads.
 THREAD_INDEX: NamespaceTemplate = ("memory_meta", "threads", "{user_id}")
@@ -285,15 +284,18 @@ def forget_user_steps(
             "Fix: pass threads=['t1', ...], or leave it out.",
         )
     thread_ids = exact_ids("thread_id", threads)
-    return _retried_steps(_forget_user_steps(user_id, layout, thread_ids, thread_namespaces, history, index))
-
-
-def _retried_steps(steps: StoreSteps[ForgetReport]) -> StoreSteps[ForgetReport]:
-    """``steps``, then what a stopped run of them may have left beyond its intent: the purge of
-    the intents' own history that removes an intent naming the user (a retry finishes it)."""
-    report = yield from steps
-    report.history_purged += yield from erasures_left_steps()
+    steps = _forget_user_steps(user_id, layout, thread_ids, thread_namespaces, history, index)
+    report, purged = yield from _retried_steps(steps)
+    report.history_purged += purged
     return report
+
+
+def _retried_steps(steps: StoreSteps[_T]) -> StoreSteps[tuple[_T, int]]:
+    """``steps``, then what a stopped run of them may have left beyond its intent: the purge of
+    the intents' own history that removes its intent (a retry finishes it); with how many old
+    versions that purge dropped."""
+    done = yield from steps
+    return done, (yield from erasures_left_steps())
 
 
 def _forget_user_steps(
@@ -383,35 +385,13 @@ def _forget_user_steps(
     targets = purge_targets(prior, owned, [*stripped, *elsewhere])
     intent = Intent(_FORGET_USER, user_id, {"threads": candidates, **targets})
     first = [*stripped, *elsewhere]
-    report.history_purged = yield from forget_user_writes(intent, first, own, prior, page=_PAGE)
+    report.history_purged = yield from intended_writes(intent, first, own, prior, page=_PAGE)
     logger.info("forget_user(%r): removed %d items %s", user_id, len(doomed), report.counts)
     return report
 
 
 _FORGET_USER = "forget_user"
 _DELETE_THREADS = "delete_threads"
-
-
-def _intended_steps(
-    intent: Intent, rewrites: Sequence[PutOp], deletes: Sequence[PutOp], *, recorded: bool
-) -> StoreSteps[None]:
-    """Write an operation of several batches as :mod:`~langmem_plugin.services.intents` says: the
-    intent recorded in the first batch with the rewrites (before any delete: a rewrite that fails,
-    an embedder down, leaves everything as it was), the deletes in pages after it, in their
-    order (what tells where to look, such as the thread index, last), the intent removed in the
-    last page. One batch needs no intent (a store applies a batch whole); ``recorded``: a run
-    that stopped part-way left one, removed with this run's last batch."""
-    if len(rewrites) + len(deletes) <= _PAGE:
-        batch = [*rewrites, *deletes, *([end_op(intent)] if recorded else [])]
-        if batch:
-            yield batch
-        return
-    yield [begin_op(intent), *rewrites]
-    for start in range(0, len(deletes), _PAGE):
-        last = start + _PAGE >= len(deletes)
-        yield [*deletes[start : start + _PAGE], *([end_op(intent)] if last else [])]
-    if not deletes:
-        yield [end_op(intent)]
 
 
 def resume_forgetting_steps(
@@ -432,7 +412,7 @@ def resume_forgetting_steps(
         else:
             threads = intent.args.get("threads")
             if isinstance(threads, dict):
-                yield from delete_threads_steps(layout, list(threads), index=index)
+                yield from _delete_threads_steps(layout, [str(t) for t in threads], index)
         logger.info("finished the %s of %r a stopped run left part-done", intent.kind, intent.target)
         finished += 1
     return finished
@@ -502,12 +482,26 @@ def delete_threads_steps(
     compartment — on a store without TTL nothing else ever removes them), the same in every
     sub-agent's own compartments, and its entries in the thread index. A template that needs a
     user id is filled from the thread index; one that needs an id the index does not give is
-    skipped and logged. Then a store that keeps
-    history (``CheckpointerStore``) drops the old versions of all of it: each namespace of the
-    thread's own (its template names the thread) entirely, the items deleted elsewhere one by one.
+    skipped and logged. Then a store that keeps history (``CheckpointerStore``) drops the old
+    versions of all of it: each namespace of the thread's own (its template names the thread)
+    entirely, the items deleted elsewhere (the index entries) one by one.
+
+    The deletes go in pages after an intent (:func:`.erasure.intended_writes`) that names the
+    threads with their users and what the purge must reach; it stays until the purge is done, so
+    a run killed at any step is finished by a retry of the same call or by the next resume
+    (:func:`resume_forgetting_steps`).
     """
+    threads = list(dict.fromkeys(thread_ids))
+    counts, _ = yield from _retried_steps(_delete_threads_steps(layout, threads, index))
+    return counts
+
+
+def _delete_threads_steps(
+    layout: MemoryLayout, threads: list[str], index: NamespaceTemplate
+) -> StoreSteps[dict[str, int]]:
     counts = {"session": 0, "tool_results": 0, "thread_index": 0}
     doomed: list[PutOp] = []
+    entries: list[PutOp] = []  # the thread index entries: deleted last
     seen: set[tuple[tuple[str, ...], str]] = set()
 
     def doom(name: str, items: Iterable[Item]) -> None:
@@ -516,11 +510,10 @@ def delete_threads_steps(
             if identity not in seen:
                 seen.add(identity)
                 counts[name] += 1
-                doomed.append(PutOp(identity[0], item.key, None))
+                (entries if name == "thread_index" else doomed).append(PutOp(identity[0], item.key, None))
 
     places = (("session", Compartment.SESSION), ("tool_results", Compartment.RESULTS))
     owned: list[tuple[str, ...]] = []  # the threads' own namespaces: their history goes whole
-    threads = list(dict.fromkeys(thread_ids))
     target = hashlib.blake2b(json.dumps(sorted(threads)).encode(), digest_size=12).hexdigest()
     prior = yield from intents_steps(_DELETE_THREADS, target)  # a run that stopped part-way
     known: dict[str, list[str]] = {}
@@ -553,8 +546,10 @@ def delete_threads_steps(
             (yield from _prefix_items(namespace)),
         )
         owned.append(namespace)  # a sub-agent's own memory of the thread
-    intent = Intent(_DELETE_THREADS, target, {"threads": known})
-    yield from _intended_steps(intent, [], doomed, recorded=prior is not None)
-    purged = yield from purge_history_steps([*doomed, end_op(intent)], namespaces=owned)
+    doomed += entries
+    elsewhere = [op for op in doomed if not within(op.namespace, owned)]
+    targets = purge_targets(prior, owned, elsewhere)
+    intent = Intent(_DELETE_THREADS, target, {"threads": known, **targets})
+    purged = yield from intended_writes(intent, [], doomed, prior, page=_PAGE)
     logger.debug("deleted threads %s: %d old versions purged", threads, purged)
     return counts
