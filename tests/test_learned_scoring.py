@@ -206,46 +206,40 @@ def _pools(draw: st.DrawFn) -> tuple[str, list[RetrievedItem]]:
     return query, hits
 
 
+_CUTS = np.array([0.0, 0.5, 1.0, -1.0, np.inf])  # inf: a node every row passes left (null in a file)
+
+
 @st.composite
-def _forests(draw: st.DrawFn) -> dict[str, Any]:
-    depth = draw(st.integers(1, 4))
-    trees = draw(st.integers(1, 40) | st.just(200))
-    inner = 2**depth - 1
-    cuts = st.none() | st.sampled_from([0.0, 0.5, 1.0, -1.0]) | st.floats(-2, 2)
-    return {
+def _forests(draw: st.DrawFn) -> tuple[dict[str, Any], np.ndarray]:
+    """A random model of complete trees and rows to score, drawn from a seed (the arrays are too
+    big for hypothesis to draw number by number): cuts and features that tie, infinities, NaN."""
+    depth, trees, n = (
+        draw(st.integers(1, 4)),
+        draw(st.integers(1, 40) | st.just(200)),
+        draw(st.integers(0, 60)),
+    )
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    inner, width = 2**depth - 1, len(FEATURES)
+    cuts = np.where(
+        rng.random((trees, inner)) < 0.5,
+        rng.choice(_CUTS, (trees, inner)),
+        rng.uniform(-2, 2, (trees, inner)),
+    )
+    rows = np.where(
+        rng.random((n, width)) < 0.5, rng.choice([*_CUTS, np.nan], (n, width)), rng.uniform(-2, 2, (n, width))
+    )
+    model = {
         "format": FORMAT,
         "features": list(FEATURES),
         "kind": "trees",
-        "base": draw(st.floats(-5, 5)),
-        "linear": draw(st.lists(st.floats(-3, 3), min_size=len(FEATURES), max_size=len(FEATURES))),
+        "base": float(rng.uniform(-5, 5)),
+        "linear": rng.uniform(-3, 3, width).tolist(),
         "clip": draw(st.none() | st.floats(0.1, 2)),
-        "feature": draw(
-            st.lists(
-                st.lists(st.integers(0, len(FEATURES) - 1), min_size=inner, max_size=inner),
-                min_size=trees,
-                max_size=trees,
-            )
-        ),
-        "threshold": draw(
-            st.lists(st.lists(cuts, min_size=inner, max_size=inner), min_size=trees, max_size=trees)
-        ),
-        "value": draw(
-            st.lists(
-                st.lists(st.floats(-1, 1), min_size=inner + 1, max_size=inner + 1),
-                min_size=trees,
-                max_size=trees,
-            )
-        ),
+        "feature": rng.integers(0, width, (trees, inner)).tolist(),
+        "threshold": [[None if np.isinf(c) else float(c) for c in row] for row in cuts],
+        "value": rng.uniform(-1, 1, (trees, inner + 1)).tolist(),
     }
-
-
-def _rows(n: int) -> st.SearchStrategy[np.ndarray]:
-    """``n`` rows of features: ties with the cuts, infinities, NaN."""
-    cell = st.sampled_from([0.0, 0.5, 1.0, -1.0, np.inf]) | st.floats(-2, 2) | st.just(np.nan)
-    row = st.lists(cell, min_size=len(FEATURES), max_size=len(FEATURES))
-    return st.lists(row, min_size=n, max_size=n).map(
-        lambda rows: np.array(rows, dtype=np.float64).reshape(n, len(FEATURES))
-    )
+    return model, rows
 
 
 # --- the checks ---
@@ -262,11 +256,11 @@ def test_the_features_are_the_references_exactly(pool: tuple[str, list[Retrieved
 
 
 @settings(max_examples=80, deadline=None)
-@given(_forests(), st.data())
-def test_the_trees_are_the_references_exactly(model: dict[str, Any], data: st.DataObject) -> None:
+@given(_forests())
+def test_the_trees_are_the_references_exactly(forest: tuple[dict[str, Any], np.ndarray]) -> None:
+    model, rows = forest
     ranker = LearnedRanker(model)
     feature, threshold, value = ranker.trees
-    rows = data.draw(st.integers(0, 60).flatmap(_rows))
     residual = _reference_trees(rows, feature, threshold, value)
     assert np.array_equal(tree_outputs(rows, feature, threshold, value), residual, equal_nan=True)
     if ranker.clip is not None:
