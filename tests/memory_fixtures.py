@@ -55,3 +55,16 @@ def run(request: pytest.FixtureRequest, store: InMemoryStore) -> Runner:
     if request.param == "sync":
         return lambda plan: execute(store, plan)
     return lambda plan: asyncio.run(aexecute(store, plan))
+
+
+def record_engine_calls(store: Any) -> list[Any]:
+    """The calls a QdrantStore's engine runs from now on, in order (each still runs as before)."""
+    calls: list[Any] = []
+    execute = store._engine.execute
+
+    def recorded(call: Any) -> Any:
+        calls.append(call)
+        return execute(call)
+
+    store._engine.execute = recorded
+    return calls

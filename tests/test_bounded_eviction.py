@@ -39,6 +39,7 @@ from langmem_plugin.services import Compartment, CompartmentLimits, MemoryLayout
 from langmem_plugin.services.limits import bound_of
 from langmem_plugin.stores import CheckpointerStore, QdrantStore
 from langmem_plugin.stores.qdrant._calls import Retrieve, Scroll
+from tests.memory_fixtures import record_engine_calls
 from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
 from tests.test_postgres_contract import fresh_database
 
@@ -158,14 +159,7 @@ def test_an_invalid_record_among_the_oldest_is_read_whole_then_passed_over(qdran
             *(PutOp(NS, f"e{n}", _episode(n), index=False) for n in range(2, 6)),
         ]
     )
-    calls: list[Any] = []
-    execute = qdrant._engine.execute
-
-    def recorded(call: Any) -> Any:
-        calls.append(call)
-        return execute(call)
-
-    qdrant._engine.execute = recorded  # type: ignore[method-assign]
+    calls = record_engine_calls(qdrant)
     write = BoundedWrite((PutOp(NS, "new", _fact(9)),), (_bound(6),))
     assert [op.key for op in qdrant.write_bounded(write)] == ["e2"]
     reads = [c.ids for c in calls if isinstance(c, Retrieve) and c.with_payload == ("value",)]

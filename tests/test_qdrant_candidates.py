@@ -15,7 +15,7 @@ from langmem_plugin.stores.qdrant import QdrantStore
 from langmem_plugin.stores.qdrant._calls import Count, Nearest, Query, QueryBatch
 from langmem_plugin.stores.qdrant._layout import DENSE, SPARSE
 from langmem_plugin.testing import FakeEmbeddings
-from tests.memory_fixtures import RecordingEmbeddings
+from tests.memory_fixtures import RecordingEmbeddings, record_engine_calls
 from tests.store_contract import FakeClock
 
 NS = ("users", "u1")
@@ -94,14 +94,7 @@ def _filled(embeddings: Embeddings, where: Any, n: int) -> QdrantStore:
 def test_background_words_leave_the_dense_query_and_verdicts_are_kept(tmp_path: Path) -> None:
     embeddings = RecordingEmbeddings()
     with _filled(embeddings, tmp_path / "q", 20) as store:
-        calls: list[Any] = []
-        execute = store._engine.execute
-
-        def recorded(call: Any) -> Any:
-            calls.append(call)
-            return execute(call)
-
-        store._engine.execute = recorded  # type: ignore[method-assign]
+        calls = record_engine_calls(store)
         query = CandidateQuery(NS, "When did Caroline sign up for pottery?")
         (found,) = store.search_candidates([query])
         assert found.dense_query == "When did sign up for pottery?"
