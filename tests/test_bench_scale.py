@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from langmem_plugin.bench.scale import ScaleRow, _Copies, _load_table, run_scale_bench
+from langmem_plugin.bench.scale_interleave import InterleavedRow
 from langmem_plugin.cli import main
 from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
 
@@ -103,6 +104,57 @@ def test_each_store_at_each_size_one_row(data: Path, tmp_path: Path, pgvector_ur
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store", ["qdrant", "checkpointer"])
+def test_interleaved_recalls_give_each_size_a_ratio_to_the_smallest(
+    data: Path, tmp_path: Path, store: str
+) -> None:
+    result = run_scale_bench(
+        [300, 900, 30],
+        data=data,
+        stores=(store,),
+        queries=7,
+        cache=tmp_path / "vectors.npz",
+        workdir=tmp_path,
+        interleave=True,
+    )
+    assert [(r.store, r.size) for r in result.rows] == [(store, 300), (store, 900), (store, 30)]
+    assert [(r.store, r.size) for r in result.interleaved] == [(store, 300), (store, 900), (store, 30)]
+    for cell, row in zip(result.rows, result.interleaved, strict=True):
+        assert isinstance(row, InterleavedRow)
+        assert row.users == cell.users  # the cells' users: the same questions drawn
+        assert row.recalls == 7
+        assert 0 < row.recall_p50 <= row.recall_p95
+    smallest = result.interleaved[2]
+    assert smallest.ratio == 1.0
+    for row in result.interleaved:
+        assert row.ratio == pytest.approx(row.recall_p50 / smallest.recall_p50)
+    table = result.table()
+    assert "sizes in turn" in table
+    assert f"| {store}" in table
+    assert "| 900 " in table
+    assert not list(tmp_path.glob("langmem-scale-*"))  # kept for the interleaved recalls, then removed
+
+
+@pytest.mark.slow
+def test_the_stores_are_kept_when_asked(data: Path, tmp_path: Path) -> None:
+    said: list[str] = []
+    result = run_scale_bench(
+        [12],
+        data=data,
+        stores=("checkpointer",),
+        queries=2,
+        cache=tmp_path / "vectors.npz",
+        workdir=tmp_path,
+        keep=True,
+        progress=said.append,
+    )
+    assert not result.interleaved
+    (kept,) = tmp_path.glob("langmem-scale-*")
+    assert f"  the stores are kept in {kept}" in said
+    assert (kept / "checkpointer-12.sqlite").is_file()
+
+
+@pytest.mark.slow
 def test_the_cli_and_the_checkpointer_alias(
     data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -122,6 +174,13 @@ def test_the_cli_and_the_checkpointer_alias(
     out = capsys.readouterr().out
     assert "memory at scale: 5 memories" in out
     assert "| checkpointer | 5 " in out
+    assert "sizes in turn" not in out
+    assert main([*argv[:3], "5,9", *argv[4:], "--interleave"]) == 0
+    out = capsys.readouterr().out
+    assert "memory at scale: 5, 9 memories" in out
+    assert "then again with the sizes in turn" in out
+    assert "checkpointer 9 interleaved: recall p50" in out
+    assert "recall p50 / p95, sizes in turn" in out
     monkeypatch.setenv("LANGMEM_PLUGIN_DATA", str(data.parent.parent))
     assert main(["bench", "checkpointer", "--scale", "4", "--samples", "3"]) == 0
     assert "| checkpointer | 4 " in capsys.readouterr().out

@@ -48,13 +48,16 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langmem_plugin.bench.report import format_table, percentile
 from langmem_plugin.errors import ConfigurationError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from langmem_plugin.bench.scale_interleave import InterleavedRow
 
 __all__ = ["STORES", "ScaleResult", "ScaleRow", "run_scale_bench"]
 
@@ -135,8 +138,18 @@ class ScaleResult:
     """Every row of one run, and the table of them with each store's growth from its smallest size."""
 
     rows: list[ScaleRow] = field(default_factory=list)
+    interleaved: list[InterleavedRow] = field(default_factory=list)  # with ``interleave=True``
 
     def table(self) -> str:
+        """The cells' table, then (interleaved) the recalls timed with the sizes in turn."""
+        cells = self.cells_table()
+        if not self.interleaved:
+            return cells
+        from langmem_plugin.bench.scale_interleave import interleaved_table
+
+        return f"{cells}\n\n{interleaved_table(self.interleaved)}"
+
+    def cells_table(self) -> str:
         first: dict[str, ScaleRow] = {}
         lines: list[list[object]] = []
         for row in self.rows:
@@ -370,6 +383,43 @@ def _config(user: int) -> Any:
     return {"configurable": {"user_id": f"user{user}", "thread_id": f"user{user}-chat"}}
 
 
+#: Recalls asked first, untimed, at each size: the first calls load what every later one uses.
+WARM = 5
+
+
+def _asked(
+    conversations: list[dict[str, Any]], users: int, queries: int, seed: int
+) -> list[tuple[int, str, str]]:
+    """The recalls a store of ``users`` users is asked: (user, the question as LoCoMo asks it, renamed)."""
+    rng = random.Random(seed)
+    asked = []
+    for _ in range(queries):
+        user = rng.randrange(users)
+        conversation = conversations[user % len(conversations)]
+        question = str(rng.choice(conversation["qa"])["question"])
+        asked.append((user, question, _renamer(_names_of(user, _speakers(conversation)))(question)))
+    return asked
+
+
+def _recall_timer(
+    memory: Any, embeddings: _Copies, conversations: list[dict[str, Any]]
+) -> Callable[[int, str, str], float]:
+    """How long ``memory.recall`` takes for one of :func:`_asked`'s recalls (the question's vector
+    looked up, not embedded)."""
+    from langchain_core.messages import HumanMessage
+
+    def recall(user: int, question: str, renamed: str) -> float:
+        conversation = conversations[user % len(conversations)]
+        names = _names_of(user, _speakers(conversation))
+        embeddings.renaming = _renamer({new: old for old, new in names.items()})
+        embeddings.question = embeddings.vector(question)
+        begin = time.perf_counter()
+        memory.recall([HumanMessage(renamed)], _config(user))
+        return time.perf_counter() - begin
+
+    return recall
+
+
 def _measure_cell(
     store: str, size: int, place: str, table: Path, data: Path, queries: int, seed: int
 ) -> ScaleRow:
@@ -380,7 +430,6 @@ def _measure_cell(
     embeddings = _Copies(table)
     row = ScaleRow(store, size)
     before = _rss()
-    asked: list[tuple[int, str, str]] = []  # user, the question as LoCoMo asks it, renamed
     with _open_memory(store, place, embeddings) as (memory, disk):
         written = 0
         start = time.perf_counter()
@@ -394,23 +443,9 @@ def _measure_cell(
             written += report.turns
             row.users += 1
         row.import_seconds = time.perf_counter() - start
-        rng = random.Random(seed)
-        for _ in range(queries):
-            user = rng.randrange(row.users)
-            conversation = conversations[user % len(conversations)]
-            question = str(rng.choice(conversation["qa"])["question"])
-            asked.append((user, question, _renamer(_names_of(user, _speakers(conversation)))(question)))
-
-        def recall(user: int, question: str, renamed: str) -> float:
-            conversation = conversations[user % len(conversations)]
-            names = _names_of(user, _speakers(conversation))
-            embeddings.renaming = _renamer({new: old for old, new in names.items()})
-            embeddings.question = embeddings.vector(question)
-            begin = time.perf_counter()
-            memory.recall([HumanMessage(renamed)], _config(user))
-            return time.perf_counter() - begin
-
-        for args in asked[:5]:  # warm: the first calls load what every later one uses
+        asked = _asked(conversations, row.users, queries, seed)
+        recall = _recall_timer(memory, embeddings, conversations)
+        for args in asked[:WARM]:  # warm: the first calls load what every later one uses
             recall(*args)
         times = [recall(*args) for args in asked]
         row.recall_p50, row.recall_p95 = percentile(times, 50), percentile(times, 95)
@@ -470,9 +505,15 @@ def run_scale_bench(
     cache: Path | None = None,
     postgres_url: str | None = None,
     workdir: Path | None = None,
+    interleave: bool = False,
+    keep: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ScaleResult:
     """Measure each store at each size (see the module docstring), each in a fresh process.
+
+    ``interleave``: then each store's recall at every size again, in one process, the sizes taken in
+    turn question by question (:mod:`.scale_interleave`): ``ScaleResult.interleaved``. ``keep``: the
+    stores' files stay in a directory under ``workdir`` (said through ``progress``) instead of going.
 
     Raises:
         ConfigurationError: an unknown store, or no LoCoMo at ``data``.
@@ -487,8 +528,15 @@ def run_scale_bench(
             from langmem_plugin.bench.postgres import temporary_server
 
             postgres_url = stack.enter_context(temporary_server())
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="langmem-scale-", dir=workdir)))
+        if keep:
+            root = Path(tempfile.mkdtemp(prefix="langmem-scale-", dir=workdir))
+            say(f"  the stores are kept in {root}")
+        else:
+            root = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="langmem-scale-", dir=workdir))
+            )
         for store in stores:
+            cells: list[tuple[int, str, int]] = []  # size, place, users: what the interleaved recalls open
             for size in sizes:
                 place = _fresh_place(store, root, size, postgres_url)
                 cell = {
@@ -516,15 +564,35 @@ def run_scale_bench(
                     f"{row.rss_bytes / 1e6:.0f} MB, disk {row.disk_bytes / 1e6:.0f} MB, open "
                     f"{row.open_seconds:.2f} s, embedded live {row.embedded_live}"
                 )
-                if store == "qdrant" or store == "checkpointer":
-                    for path in Path(root).glob(Path(place).name + "*"):
-                        if path.is_dir():
-                            import shutil
+                cells.append((size, place, row.users))
+                if not interleave:
+                    _remove(store, root, place, keep)
+            if interleave:
+                from langmem_plugin.bench.scale_interleave import run_interleaved
 
-                            shutil.rmtree(path, ignore_errors=True)
-                        else:
-                            path.unlink(missing_ok=True)
+                rows = run_interleaved(store, cells, table, data, queries, seed)
+                result.interleaved.extend(rows)
+                for one in rows:
+                    say(
+                        f"  {store} {one.size:,} interleaved: recall p50 {one.recall_p50 * 1000:.1f} ms p95 "
+                        f"{one.recall_p95 * 1000:.1f} ms, {one.ratio:.2f}x the smallest size's p50"
+                    )
+                for _, place, _ in cells:
+                    _remove(store, root, place, keep)
     return result
+
+
+def _remove(store: str, root: Path, place: str, keep: bool) -> None:
+    """A file store's files, gone (a million memories take tens of GB), unless they are to be kept."""
+    if keep or store not in ("qdrant", "checkpointer"):
+        return
+    import shutil
+
+    for path in root.glob(Path(place).name + "*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _cell_main(argument: str) -> None:

@@ -68,6 +68,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 
             args.sizes, args.stores, args.queries = args.scale, ["checkpointer"], min(args.samples, 200)
             args.data, args.cache, args.postgres_url, args.seed = locomo_path(), None, None, 0
+            args.interleave = args.keep = False
             return _run_scale(args)
         print(f"langmem-plugin {__version__} — checkpointer store benchmark")
         print(run_checkpointer_bench(items=args.items, samples=args.samples).table())
@@ -178,7 +179,7 @@ def _run_scale(args: argparse.Namespace) -> int:
     print(
         f"langmem-plugin {__version__} — memory at scale: {', '.join(f'{s:,}' for s in args.sizes)} "
         f"memories (LoCoMo's turns, renamed per user) on {', '.join(args.stores)}; {args.queries} "
-        "recalls each"
+        "recalls each" + (", then again with the sizes in turn" if args.interleave else "")
     )
     result = run_scale_bench(
         args.sizes,
@@ -188,6 +189,8 @@ def _run_scale(args: argparse.Namespace) -> int:
         seed=args.seed,
         cache=args.cache,
         postgres_url=args.postgres_url,
+        interleave=args.interleave,
+        keep=args.keep,
         progress=print,
     )
     print(result.table())
@@ -407,4 +410,15 @@ def _add_scale(benches: Any) -> None:
         "--postgres-url",
         default=os.environ.get("POSTGRES_URL"),
         help="a server with pgvector (default $POSTGRES_URL, else a temporary one from the dev extra)",
+    )
+    scale.add_argument(
+        "--interleave",
+        action="store_true",
+        help="then time each store's recall again in one process, the sizes in turn question by question, "
+        "for a p50 ratio between sizes that the machine's load cannot move",
+    )
+    scale.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the stores' files (their directory is printed) instead of removing them",
     )

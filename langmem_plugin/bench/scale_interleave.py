@@ -1,0 +1,135 @@
+"""``langmem-plugin bench scale --interleave``: recall at every size, the sizes timed in turn.
+
+The cells of ``bench scale`` each run alone, minutes apart: on a shared machine the load moves
+between them, and a ratio of two cells' p50 measures the load as much as the store. With
+``--interleave``, once a store has been imported at every size (the cells as usual, each in its
+own process, the stores kept), one process opens that store at every size, each ``Memory`` at its
+own place, and times ``Memory.recall`` round-robin: the i-th question of every size, the order of
+the sizes turned by one each round, so that whatever the load does falls on every size alike.
+The questions are the cells' own (the same seed, drawn from each size's users), and each size's
+first few are asked first, untimed (the cells' warm-up). What comes back per store: p50 and p95
+at each size, and the ratio of each p50 to the smallest size's. No RSS here: the process holds
+every size's store at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from langmem_plugin.bench.report import format_table, percentile
+from langmem_plugin.bench.scale import WARM, _asked, _conversations, _Copies, _open_memory, _recall_timer
+
+__all__ = ["InterleavedRow", "interleaved_table", "measure_interleaved", "run_interleaved"]
+
+
+@dataclass
+class InterleavedRow:
+    """One store's recall at one size, timed in turn with its other sizes (seconds)."""
+
+    store: str
+    size: int
+    users: int = 0
+    recall_p50: float = 0.0
+    recall_p95: float = 0.0
+    recalls: int = 0
+    ratio: float = 0.0  # this p50 over the smallest size's, from the same rounds
+
+
+def interleaved_table(rows: Sequence[InterleavedRow]) -> str:
+    """The interleaved recalls as a table (no RSS column: one process held every size's store)."""
+    lines: list[list[object]] = [
+        [
+            row.store,
+            f"{row.size:,}",
+            f"{row.users:,}",
+            f"{row.recall_p50 * 1000:.1f} / {row.recall_p95 * 1000:.1f} ms",
+            f"{row.ratio:.2f}x",
+            row.recalls,
+        ]
+        for row in rows
+    ]
+    headers = ["store", "memories", "users", "recall p50 / p95, sizes in turn", "p50 vs smallest", "recalls"]
+    return format_table(headers, lines)
+
+
+def measure_interleaved(
+    store: str, cells: Sequence[tuple[int, str, int]], table: Path, data: Path, queries: int, seed: int
+) -> list[InterleavedRow]:
+    """``store`` opened at each of ``cells`` (size, place, users) at once, recall timed round-robin."""
+    conversations = _conversations(data)
+    embeddings = _Copies(table)
+    with contextlib.ExitStack() as stack:
+        memories = [stack.enter_context(_open_memory(store, place, embeddings))[0] for _, place, _ in cells]
+        timers = [_recall_timer(memory, embeddings, conversations) for memory in memories]
+        asked = [_asked(conversations, users, queries, seed) for _, _, users in cells]
+        for k in range(min(WARM, queries)):
+            for timer, questions in zip(timers, asked, strict=True):
+                timer(*questions[k])
+        times: list[list[float]] = [[] for _ in cells]
+        for i in range(queries):
+            for turn in range(len(cells)):
+                j = (i + turn) % len(cells)  # each round starts one size further on
+                times[j].append(timers[j](*asked[j][i]))
+    rows = [
+        InterleavedRow(
+            store,
+            size,
+            users,
+            percentile(measured, 50),
+            percentile(measured, 95),
+            len(measured),
+        )
+        for (size, _, users), measured in zip(cells, times, strict=True)
+    ]
+    smallest = min(rows, key=lambda row: row.size)
+    for row in rows:
+        row.ratio = row.recall_p50 / smallest.recall_p50 if smallest.recall_p50 else float("nan")
+    return rows
+
+
+def run_interleaved(
+    store: str, cells: Sequence[tuple[int, str, int]], table: Path, data: Path, queries: int, seed: int
+) -> list[InterleavedRow]:
+    """:func:`measure_interleaved` in a fresh process (none of the cells' state carried in)."""
+    argument = {
+        "store": store,
+        "cells": [list(cell) for cell in cells],
+        "table": str(table),
+        "data": str(data),
+        "queries": queries,
+        "seed": seed,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "langmem_plugin.bench.scale_interleave", json.dumps(argument)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench scale --interleave: {store} failed:\n{done.stderr[-4000:]}")
+    return [InterleavedRow(**row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def _main(argument: str) -> None:
+    """The child process: the rows printed as one JSON line."""
+    given = json.loads(argument)
+    rows = measure_interleaved(
+        given["store"],
+        [(int(size), str(place), int(users)) for size, place, users in given["cells"]],
+        Path(given["table"]),
+        Path(given["data"]),
+        given["queries"],
+        given["seed"],
+    )
+    print(json.dumps([asdict(row) for row in rows]))
+
+
+if __name__ == "__main__":  # pragma: no cover — the interleaved recalls' process
+    _main(sys.argv[1])
