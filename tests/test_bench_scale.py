@@ -119,17 +119,23 @@ def test_interleaved_recalls_give_each_size_a_ratio_to_the_smallest(
     )
     assert [(r.store, r.size) for r in result.rows] == [(store, 300), (store, 900), (store, 30)]
     assert [(r.store, r.size) for r in result.interleaved] == [(store, 300), (store, 900), (store, 30)]
+    # 30 memories: three copies of each conversation (27) and the first 3 turns of a seventh copy
+    assert [r.users for r in result.rows] == [67, 200, 7]
     for cell, row in zip(result.rows, result.interleaved, strict=True):
         assert isinstance(row, InterleavedRow)
-        assert row.users == cell.users  # the cells' users: the same questions drawn
+        assert row.users == cell.users
+        assert row.asked_users == 6  # every size asked by the users the smallest holds in full
         assert row.recalls == 7
         assert 0 < row.recall_p50 <= row.recall_p95
+        assert row.paired > 0
     smallest = result.interleaved[2]
     assert smallest.ratio == 1.0
+    assert smallest.paired == 1.0
     for row in result.interleaved:
         assert row.ratio == pytest.approx(row.recall_p50 / smallest.recall_p50)
     table = result.table()
     assert "sizes in turn" in table
+    assert "7 by 6 users" in table
     assert f"| {store}" in table
     assert "| 900 " in table
     assert not list(tmp_path.glob("langmem-scale-*"))  # kept for the interleaved recalls, then removed

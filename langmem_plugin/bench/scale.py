@@ -575,7 +575,8 @@ def run_scale_bench(
                 for one in rows:
                     say(
                         f"  {store} {one.size:,} interleaved: recall p50 {one.recall_p50 * 1000:.1f} ms p95 "
-                        f"{one.recall_p95 * 1000:.1f} ms, {one.ratio:.2f}x the smallest size's p50"
+                        f"{one.recall_p95 * 1000:.1f} ms, {one.ratio:.2f}x the smallest size's p50, a "
+                        f"question {one.paired:.2f}x its time there (median)"
                     )
                 for _, place, _ in cells:
                     _remove(store, root, place, keep)

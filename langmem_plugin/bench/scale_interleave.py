@@ -4,12 +4,18 @@ The cells of ``bench scale`` each run alone, minutes apart: on a shared machine 
 between them, and a ratio of two cells' p50 measures the load as much as the store. With
 ``--interleave``, once a store has been imported at every size (the cells as usual, each in its
 own process, the stores kept), one process opens that store at every size, each ``Memory`` at its
-own place, and times ``Memory.recall`` round-robin: the i-th question of every size, the order of
-the sizes turned by one each round, so that whatever the load does falls on every size alike.
-The questions are the cells' own (the same seed, drawn from each size's users), and each size's
-first few are asked first, untimed (the cells' warm-up). What comes back per store: p50 and p95
-at each size, and the ratio of each p50 to the smallest size's. No RSS here: the process holds
-every size's store at once.
+own place, and times ``Memory.recall`` round-robin: the i-th question at every size, the order
+of the sizes turned by one each round, so that whatever the load does falls on every size alike.
+
+Every size is asked the same recalls: the same users, the same questions, drawn (``seed``) from
+the users every size holds in full (the smallest size's, but its last, which may be cut short).
+A user's memories are the same at every size, so what differs is only the other users'
+memories: the ratio says whether recall grows with them. (Each size drawing from its own users,
+as the cells do, gives a ratio that is mostly which questions were drawn: one recall's time
+depends on its question far more than on the store's size.) The first few are asked first,
+untimed (the cells' warm-up). What comes back per store: p50 and p95 at each size, the ratio of
+each p50 to the smallest size's, and the median over the questions of each one's time over its
+time at the smallest size. No RSS here: the process holds every size's store at once.
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ class InterleavedRow:
     recall_p50: float = 0.0
     recall_p95: float = 0.0
     recalls: int = 0
+    asked_users: int = 0  # the recalls are by users 0 .. asked_users - 1, at every size
     ratio: float = 0.0  # this p50 over the smallest size's, from the same rounds
+    paired: float = 0.0  # the median over the questions of one's time here over its time at the smallest
 
 
 def interleaved_table(rows: Sequence[InterleavedRow]) -> str:
@@ -51,11 +59,20 @@ def interleaved_table(rows: Sequence[InterleavedRow]) -> str:
             f"{row.users:,}",
             f"{row.recall_p50 * 1000:.1f} / {row.recall_p95 * 1000:.1f} ms",
             f"{row.ratio:.2f}x",
-            row.recalls,
+            f"{row.paired:.2f}x",
+            f"{row.recalls} by {row.asked_users} users",
         ]
         for row in rows
     ]
-    headers = ["store", "memories", "users", "recall p50 / p95, sizes in turn", "p50 vs smallest", "recalls"]
+    headers = [
+        "store",
+        "memories",
+        "users",
+        "recall p50 / p95, sizes in turn",
+        "p50 vs smallest",
+        "a question vs smallest (median)",
+        "the same recalls",
+    ]
     return format_table(headers, lines)
 
 
@@ -68,15 +85,17 @@ def measure_interleaved(
     with contextlib.ExitStack() as stack:
         memories = [stack.enter_context(_open_memory(store, place, embeddings))[0] for _, place, _ in cells]
         timers = [_recall_timer(memory, embeddings, conversations) for memory in memories]
-        asked = [_asked(conversations, users, queries, seed) for _, _, users in cells]
+        fewest = min(users for _, _, users in cells)
+        shared = max(1, fewest - 1)  # the smallest size's last user may hold only part of a conversation
+        asked = _asked(conversations, shared, queries, seed)
         for k in range(min(WARM, queries)):
-            for timer, questions in zip(timers, asked, strict=True):
-                timer(*questions[k])
+            for timer in timers:
+                timer(*asked[k])
         times: list[list[float]] = [[] for _ in cells]
         for i in range(queries):
             for turn in range(len(cells)):
                 j = (i + turn) % len(cells)  # each round starts one size further on
-                times[j].append(timers[j](*asked[j][i]))
+                times[j].append(timers[j](*asked[i]))
     rows = [
         InterleavedRow(
             store,
@@ -85,12 +104,14 @@ def measure_interleaved(
             percentile(measured, 50),
             percentile(measured, 95),
             len(measured),
+            shared,
         )
         for (size, _, users), measured in zip(cells, times, strict=True)
     ]
-    smallest = min(rows, key=lambda row: row.size)
-    for row in rows:
-        row.ratio = row.recall_p50 / smallest.recall_p50 if smallest.recall_p50 else float("nan")
+    base = min(range(len(rows)), key=lambda j: rows[j].size)
+    for row, measured in zip(rows, times, strict=True):
+        row.ratio = row.recall_p50 / rows[base].recall_p50 if rows[base].recall_p50 else float("nan")
+        row.paired = percentile([t / b for t, b in zip(measured, times[base], strict=True) if b > 0], 50)
     return rows
 
 
