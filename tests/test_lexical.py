@@ -3,9 +3,13 @@ from __future__ import annotations
 import random
 import threading
 
+import numpy as np
 import qdrant_edge
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langmem_plugin.core.lexical import BM25Encoder, BM25Index, SparseVector
+from langmem_plugin.stores.checkpointer._state import SlotBM25Index
 
 
 def test_encoder_stems_and_drops_stopwords() -> None:
@@ -125,3 +129,33 @@ def test_top_breaks_ties_at_the_cut_by_indexing_order() -> None:
     index = BM25Index()
     index.add_many([(n, "green tea") for n in range(10)])
     assert sorted(index.top("tea", 3)) == [0, 1, 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from([f"w{n}" for n in range(12)]), max_size=8), min_size=1, max_size=40
+    ),
+    chosen=st.sets(st.integers(0, 45)),
+    query=st.lists(st.sampled_from([f"w{n}" for n in range(14)]), min_size=1, max_size=5),
+)
+def test_scores_of_some_keys_are_the_whole_index_scores_of_those_keys(
+    docs: list[list[str]], chosen: set[int], query: list[str]
+) -> None:
+    # One user's documents among everyone's: scoring only theirs walks their keys or a term's
+    # posting, whichever is shorter, and gives the very floats the whole index gives them.
+    index = SlotBM25Index()
+    for key, words in enumerate(docs):
+        index.add(key, " ".join(words))
+    text = " ".join(query)
+    everyone = index.scores(text)
+    assert index.scores(text, chosen) == {k: v for k, v in everyone.items() if k in chosen}
+    slots = np.array(sorted(chosen), dtype=np.int64)
+    mask = np.zeros(64, dtype=bool)
+    mask[slots] = True
+    terms = index.encoder.encode_query(text).indices
+    total, freqs = index.doc_freqs(terms, slots)
+    assert total == sum(1 for key in range(len(docs)) if mask[key] and key in index)
+    for term in terms:
+        holding = [key for key in range(len(docs)) if mask[key] and term in index._docs.get(key, ())]
+        assert freqs.get(term, 0) == len(holding)

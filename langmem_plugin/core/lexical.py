@@ -152,7 +152,12 @@ class BM25Index:
         return len(posting) if posting else 0
 
     def scores(self, query: str, keys: Iterable[Hashable] | None = None) -> dict[Hashable, float]:
-        """BM25 score of every document that shares a term with ``query`` (restricted to ``keys``)."""
+        """BM25 score of every document that shares a term with ``query`` (restricted to ``keys``).
+
+        IDF is the whole index's (as a search engine's collection statistics are). With ``keys``,
+        each term walks its posting or the keys, whichever is shorter: the cost of scoring one
+        user's documents does not grow with the other documents the index holds.
+        """
         allowed = set(keys) if keys is not None else None
         terms = self.encoder.encode_query(query).indices
         with self._lock:
@@ -165,9 +170,19 @@ class BM25Index:
                     continue
                 n = len(posting)
                 idf = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-                for key, weight in posting.items():
-                    if allowed is None or key in allowed:
+                if allowed is None:
+                    for key, weight in posting.items():
                         result[key] = get(key, 0.0) + idf * weight
+                elif n <= len(allowed):
+                    for key, weight in posting.items():
+                        if key in allowed:
+                            result[key] = get(key, 0.0) + idf * weight
+                else:
+                    held = posting.get
+                    for key in allowed:
+                        found = held(key)
+                        if found is not None:
+                            result[key] = get(key, 0.0) + idf * found
         return result
 
     def top(self, query: str, limit: int, keys: Iterable[Hashable] | None = None) -> dict[Hashable, float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -38,19 +39,23 @@ Ranked = list[tuple[Entry, float]]
 class SlotBM25Index(BM25Index):
     """The BM25 index of a store's items, keyed by slot, that also counts within a set of slots."""
 
-    def doc_freqs(self, terms: Sequence[int], slots: np.ndarray, n_slots: int) -> tuple[int, dict[int, int]]:
-        """How many of ``slots`` are indexed, and how many of them hold each of ``terms``."""
-        chosen = np.zeros(n_slots, dtype=bool)
-        chosen[slots] = True
+    def doc_freqs(self, terms: Sequence[int], slots: np.ndarray) -> tuple[int, dict[int, int]]:
+        """How many of ``slots`` are indexed, and how many of them hold each of ``terms``: each
+        count walks ``slots`` or the term's posting, whichever is shorter, so it does not grow with
+        what the rest of the store holds."""
+        chosen = set(slots.tolist())
         with self._lock:
-            indexed = np.fromiter(self._docs, dtype=np.intp, count=len(self._docs))
+            docs = self._docs
+            indexed = sum(1 for slot in chosen if slot in docs)
             freqs = {}
             for term in terms:
                 posting = self._postings.get(term)
                 if posting:
-                    held = np.fromiter(posting, dtype=np.intp, count=len(posting))
-                    freqs[term] = int(np.count_nonzero(chosen[held]))
-        return int(np.count_nonzero(chosen[indexed])), freqs
+                    if len(posting) <= len(chosen):
+                        freqs[term] = sum(1 for slot in posting if slot in chosen)
+                    else:
+                        freqs[term] = sum(1 for slot in chosen if slot in posting)
+        return indexed, freqs
 
 
 class StoreState:
@@ -320,7 +325,7 @@ class StoreState:
         if self.lexical is None or query.background_df is None or len(slots) < query.background_min_docs:
             return query.query
         encoder = self.lexical.encoder
-        total, freqs = self.lexical.doc_freqs(background_terms(query.query, encoder), slots, self._next_slot)
+        total, freqs = self.lexical.doc_freqs(background_terms(query.query, encoder), slots)
         return without_background(
             query.query, encoder, freqs.get, total, query.background_df, query.background_min_docs
         )
@@ -396,12 +401,12 @@ class StoreState:
         """Each slot's BM25 score (NaN: no shared term); None without a lexical index."""
         if self.lexical is None:
             return None
-        bm25 = self.lexical.scores(query)
-        per_slot = np.full(self._next_slot, np.nan)
-        if bm25:
-            per_slot[np.fromiter(bm25.keys(), dtype=np.int64)] = np.fromiter(bm25.values(), dtype=np.float64)
-        lexical: np.ndarray = per_slot[slots]
-        return lexical
+        keys = slots.tolist()
+        bm25 = self.lexical.scores(query, keys)  # the slots' own postings: flat in the store's size
+        if not bm25:
+            return np.full(len(keys), np.nan)
+        nan = math.nan
+        return np.fromiter((bm25.get(slot, nan) for slot in keys), dtype=np.float64, count=len(keys))
 
     # ----------------------------------------------------------------- writing
 
