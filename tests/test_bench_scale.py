@@ -7,6 +7,7 @@ test extra), the offline MiniLM for the few distinct texts, each cell in its own
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +177,9 @@ def test_the_cli_and_the_checkpointer_alias(
         "--data",
         str(data),
     ]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the run's vectors and stores go
     assert main(argv) == 0
+    assert not list(tmp_path.glob("langmem-scale-*"))  # no --cache: the vectors made for it are gone too
     out = capsys.readouterr().out
     assert "memory at scale: 5 memories" in out
     assert "| checkpointer | 5 " in out

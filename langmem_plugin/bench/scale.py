@@ -44,6 +44,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -528,6 +529,8 @@ def run_scale_bench(
     table = _load_table(data, cache, say)
     result = ScaleResult()
     with contextlib.ExitStack() as stack:
+        if cache is None:  # the vectors were made for this run only, in a directory of their own
+            stack.callback(shutil.rmtree, table.parent, True)
         if "postgres" in stores and postgres_url is None:
             from langmem_plugin.bench.postgres import temporary_server
 
@@ -591,8 +594,6 @@ def _remove(store: str, root: Path, place: str, keep: bool) -> None:
     """A file store's files, gone (a million memories take tens of GB), unless they are to be kept."""
     if keep or store not in ("qdrant", "checkpointer"):
         return
-    import shutil
-
     for path in root.glob(Path(place).name + "*"):
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
