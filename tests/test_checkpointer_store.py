@@ -350,3 +350,20 @@ def test_rollback_a_namespace_to_a_past_time(open_sqlite: Any) -> None:
     assert store.get(("users", "u2"), "other") is not None
     assert [v.reason for v in store.history(ns, "spam")] == ["put", "restore"]
     assert store.rollback(ns, checkpoint) == 0
+
+
+def test_a_prefix_searched_before_sees_namespaces_that_come_and_go() -> None:
+    # Each prefix's namespaces are kept between searches: a namespace made or emptied after a
+    # search under its prefix must still be found, or no longer be, by the next search.
+    store = CheckpointerStore(
+        InMemorySaver(), index={"dims": 16, "embed": FakeEmbeddings(16), "fields": ["content"]}
+    )
+    store.put(("u", "a"), "k1", {"content": "green tea"})
+    assert [i.namespace for i in store.search(("u",), query="tea")] == [("u", "a")]
+    store.put(("u", "b"), "k2", {"content": "black tea"})
+    assert {i.namespace for i in store.search(("u",), query="tea")} == {("u", "a"), ("u", "b")}
+    store.delete(("u", "a"), "k1")
+    assert [i.namespace for i in store.search(("u",), query="tea")] == [("u", "b")]
+    assert [i.namespace for i in store.search(("u",))] == [("u", "b")]
+    store.put(("u", "a"), "k3", {"content": "oolong tea"})
+    assert {i.key for i in store.search(("u",), query="tea")} == {"k2", "k3"}

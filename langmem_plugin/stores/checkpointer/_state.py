@@ -33,6 +33,9 @@ from langmem_plugin.stores.checkpointer._vectors import VectorIndex, rrf, top_in
 
 __all__ = ["SlotBM25Index", "StoreState"]
 
+#: How many prefixes' namespaces :meth:`StoreState._spaces` keeps.
+_PREFIXES_KEPT = 4096
+
 Ranked = list[tuple[Entry, float]]
 
 
@@ -97,6 +100,9 @@ class StoreState:
         self._slot_expiry = np.full(64, np.inf)
         self._order: list[tuple[float, tuple[str, ...], str]] = []
         self._ns_slots: dict[tuple[str, ...], np.ndarray] = {}
+        # The namespaces under each prefix searched since the last namespace came or went: a
+        # recall's searches do not match every namespace of the store against the user's prefix.
+        self._prefix_spaces: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
         self._loading = False
         self._vector_batch: dict[int, np.ndarray] | None = None
         self._pending_vectors: dict[tuple[tuple[str, ...], str], np.ndarray | None] = {}
@@ -354,8 +360,18 @@ class StoreState:
         live: np.ndarray = slots[self._slot_expiry[slots] > now.timestamp()]
         return live
 
-    def _spaces(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
-        return [ns for ns in self.items if not prefix or namespace_matches(ns, prefix=prefix)]
+    def _spaces(self, prefix: tuple[str, ...]) -> Sequence[tuple[str, ...]]:
+        """The namespaces under ``prefix``, in the store's order; kept per prefix until a namespace
+        comes or goes (at most :data:`_PREFIXES_KEPT` prefixes)."""
+        if not prefix:
+            return list(self.items)
+        spaces = self._prefix_spaces.get(prefix)
+        if spaces is None:
+            if len(self._prefix_spaces) >= _PREFIXES_KEPT:
+                self._prefix_spaces.clear()
+            spaces = tuple(ns for ns in self.items if namespace_matches(ns, prefix=prefix))
+            self._prefix_spaces[prefix] = spaces
+        return spaces
 
     def _ranked(self, slots: np.ndarray, scores: np.ndarray, limit: int) -> Ranked:
         """The ``limit`` best scored slots (NaN: unscored), best first; ties newest, then namespace, key."""
@@ -369,7 +385,7 @@ class StoreState:
         )[:limit]
         return [(e, -negscore) for negscore, _, e in ranked]
 
-    def _slots_of(self, spaces: list[tuple[str, ...]]) -> np.ndarray:
+    def _slots_of(self, spaces: Sequence[tuple[str, ...]]) -> np.ndarray:
         arrays = []
         for ns in spaces:
             cached = self._ns_slots.get(ns)
@@ -446,9 +462,13 @@ class StoreState:
                 self._unindex(previous)
                 if not entries:
                     del self.items[namespace]
+                    self._prefix_spaces.clear()
             return
         entry = entry_from_record(namespace, key, cid, record, value)
-        self.items.setdefault(namespace, {})[key] = entry
+        if entries is None:
+            entries = self.items[namespace] = {}
+            self._prefix_spaces.clear()
+        entries[key] = entry
         self._index(entry, vectors, previous)
 
     def apply_many(
