@@ -64,55 +64,20 @@ from langmem_plugin.errors import ConfigurationError, MissingDependencyError
 if TYPE_CHECKING:
     from langmem_plugin.bench.scale_interleave import InterleavedRow
 
-__all__ = ["STORES", "ScaleResult", "ScaleRow", "run_scale_bench"]
+__all__ = ["STORES", "ScaleResult", "ScaleRow", "run_child", "run_scale_bench"]
 
 STORES = ("qdrant", "postgres", "checkpointer")
 
+# fmt: off
 #: The names the copies' speakers get (a pair per copy); none is a LoCoMo speaker.
-_NAMES = tuple(
-    [
-        "Amara",
-        "Bastien",
-        "Corinna",
-        "Dalibor",
-        "Elspeth",
-        "Fenwick",
-        "Gisela",
-        "Horatio",
-        "Ilona",
-        "Jasper",
-        "Katalin",
-        "Leopold",
-        "Marisol",
-        "Nikolai",
-        "Odessa",
-        "Peregrine",
-        "Quilla",
-        "Rosalind",
-        "Severin",
-        "Tamsin",
-        "Ulrike",
-        "Valentin",
-        "Wilhelmina",
-        "Xavier",
-        "Yolanda",
-        "Zebulon",
-        "Anselm",
-        "Brigida",
-        "Cosimo",
-        "Dorothea",
-        "Evander",
-        "Fiorella",
-        "Gideon",
-        "Honoria",
-        "Isidore",
-        "Jocasta",
-        "Lysander",
-        "Mireille",
-        "Octavian",
-        "Philippa",
-    ]
+_NAMES = (
+    "Amara", "Bastien", "Corinna", "Dalibor", "Elspeth", "Fenwick", "Gisela", "Horatio", "Ilona",
+    "Jasper", "Katalin", "Leopold", "Marisol", "Nikolai", "Odessa", "Peregrine", "Quilla", "Rosalind",
+    "Severin", "Tamsin", "Ulrike", "Valentin", "Wilhelmina", "Xavier", "Yolanda", "Zebulon", "Anselm",
+    "Brigida", "Cosimo", "Dorothea", "Evander", "Fiorella", "Gideon", "Honoria", "Isidore", "Jocasta",
+    "Lysander", "Mireille", "Octavian", "Philippa",
 )
+# fmt: on
 _OFFSET = 0.25  # the norm of a copy's random offset before normalising: cosine ≈ 1 / sqrt(1 + 0.0625)
 
 
@@ -555,15 +520,9 @@ def run_scale_bench(
                     "queries": queries,
                     "seed": seed,
                 }
-                done = subprocess.run(
-                    [sys.executable, "-m", "langmem_plugin.bench.scale", json.dumps(cell)],
-                    capture_output=True,
-                    text=True,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                row = ScaleRow(
+                    **run_child("langmem_plugin.bench.scale", cell, f"bench scale: {store} at {size:,}")
                 )
-                if done.returncode != 0:
-                    raise RuntimeError(f"bench scale: {store} at {size:,} failed:\n{done.stderr[-4000:]}")
-                row = ScaleRow(**json.loads(done.stdout.strip().splitlines()[-1]))
                 result.rows.append(row)
                 say(  # every measure, so that a run cut short keeps what it measured
                     f"  {store} {size:,}: {row.users} users, import {row.import_seconds:.0f} s, recall p50 "
@@ -599,6 +558,24 @@ def _remove(store: str, root: Path, place: str, keep: bool) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+
+
+def run_child(module: str, argument: dict[str, Any], what: str) -> Any:
+    """Run ``python -m module`` with ``argument`` as JSON in a fresh process (none of this one's
+    state carried in) and read back the JSON of its last line of output.
+
+    Raises:
+        RuntimeError: the process failed (``what`` failed, with the end of its error output).
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", module, json.dumps(argument)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _cell_main(argument: str) -> None:

@@ -22,15 +22,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from langmem_plugin.bench.report import format_table, percentile
-from langmem_plugin.bench.scale import WARM, _asked, _conversations, _Copies, _open_memory, _recall_timer
+from langmem_plugin.bench.scale import (
+    WARM,
+    _asked,
+    _conversations,
+    _Copies,
+    _open_memory,
+    _recall_timer,
+    run_child,
+)
 
 __all__ = ["InterleavedRow", "interleaved_table", "measure_interleaved", "run_interleaved"]
 
@@ -127,15 +133,8 @@ def run_interleaved(
         "queries": queries,
         "seed": seed,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "langmem_plugin.bench.scale_interleave", json.dumps(argument)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench scale --interleave: {store} failed:\n{done.stderr[-4000:]}")
-    return [InterleavedRow(**row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
+    rows = run_child("langmem_plugin.bench.scale_interleave", argument, f"bench scale --interleave: {store}")
+    return [InterleavedRow(**row) for row in rows]
 
 
 def _main(argument: str) -> None:
