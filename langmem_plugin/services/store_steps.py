@@ -20,6 +20,11 @@ limits where its data lives (``item_limits(store) == "shared"``) answers it with
 the evictions it made; for any other store the answer is ``None`` and the steps
 count and write themselves.
 
+A step may yield an :class:`Outside` call: something the steps need answered that is not the
+store's (recall's reranker, :mod:`langmem_plugin.services.recall.rerank`). It is run where the
+store's requests are, by its own ``run`` on the sync path and ``arun`` on the async one, so the
+steps stay free of I/O there too.
+
 A step may yield a :class:`PurgeHistory` after deleting or rewriting items: a
 store that keeps the old versions of what it deletes (a :class:`HistoryPurger`:
 CheckpointerStore) drops them and answers how many; for any other store (it
@@ -77,6 +82,7 @@ __all__ = [
     "Hold",
     "HoldIfFree",
     "HoldingStore",
+    "Outside",
     "Pause",
     "PurgeHistory",
     "StoreRequest",
@@ -98,6 +104,19 @@ class Pause:
     """A request to wait ``seconds`` (``time.sleep`` on the sync path, ``asyncio.sleep`` on the async one)."""
 
     seconds: float
+
+
+class Outside:
+    """A call outside the store that steps yield (a reranker): :func:`execute` answers it with
+    :meth:`run`, :func:`aexecute` with :meth:`arun`."""
+
+    def run(self) -> Any:
+        """The answer, on the sync path."""
+        raise NotImplementedError
+
+    async def arun(self) -> Any:
+        """The answer, on the async path."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -191,8 +210,10 @@ class HoldingStore(Protocol):
 
 
 #: What store steps yield: a batch of store operations, a pause, a candidate search, a bounded
-#: write, a history purge or a hold.
-StoreRequest = Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory | Hold | HoldIfFree
+#: write, a history purge, a hold or a call outside the store.
+StoreRequest = (
+    Sequence[Op] | Pause | CandidateSearch | BoundedWrite | PurgeHistory | Hold | HoldIfFree | Outside
+)
 #: Steps over a store: a generator that yields :data:`StoreRequest` and returns a value.
 StoreSteps = Generator[StoreRequest, Any, T]
 
@@ -275,9 +296,11 @@ def _bounded(store: BaseStore) -> BoundedStore:
     return store
 
 
-def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | frozenset[str] | None:
+def run_batch(store: BaseStore, request: StoreRequest) -> Any:
     """Carry out one request of store steps with the store's sync API (a :class:`Hold` and a
     :class:`HoldIfFree` are the driver's, :class:`StoreRun`: here they hold nothing)."""
+    if isinstance(request, Outside):
+        return request.run()
     if isinstance(request, Hold):
         return None
     if isinstance(request, HoldIfFree):
@@ -298,9 +321,11 @@ def run_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | froz
     return store.batch(keep_vectors(store, request)) if request else []
 
 
-async def arun_batch(store: BaseStore, request: StoreRequest) -> list[Any] | int | frozenset[str] | None:
+async def arun_batch(store: BaseStore, request: StoreRequest) -> Any:
     """Carry out one request of store steps with the store's async API (a :class:`Hold` and a
     :class:`HoldIfFree`: see :func:`run_batch`)."""
+    if isinstance(request, Outside):
+        return await request.arun()
     if isinstance(request, Hold):
         return None
     if isinstance(request, HoldIfFree):

@@ -12,7 +12,8 @@
 - :mod:`.fit` and :mod:`.shape`: each section filled within its token budget
   (:class:`FitConfig`), a question that aggregates or hops given more and shorter items.
 - :mod:`.pool`: the candidate search of a recall; :mod:`.features` and :mod:`.learned`: the
-  learned ranker (``RecallConfig(ranker="learned")``) and what it reads of each candidate.
+  learned ranker (``RecallConfig(ranker="learned")``) and what it reads of each candidate;
+  :mod:`.rerank`: a reranker of the user's after it (``RecallConfig(reranker=...)``).
 
 Other rooms import from here only (``tests/test_package.py`` pins it).
 """

@@ -76,7 +76,8 @@ class Considered:
             (no word shared with the query and a dense similarity under ``min_relevance``, or
             a store score under the threshold); ``"duplicate"`` (the same id, text or passage
             ranked higher); ``"superseded"`` (a later fact made it no longer true); ``"in the
-            conversation"`` (an exchange whose messages the model is shown anyway).
+            conversation"`` (an exchange whose messages the model is shown anyway); ``"reranked
+            out"`` (``RecallConfig.reranker`` left it out).
         relevance: the search's fused score (as :attr:`RecalledItem.relevance`).
         dense: the store's dense similarity (``None``: not among the dense candidates).
         lexical: the BM25 score (``None``: no word shared with the query).

@@ -12,7 +12,8 @@ One recall, as data:
    priority scaled from 1–10 to 0–1 and recency halving every
    ``recency_half_life_days``; candidates under ``min_relevance`` are dropped (a memory
    whose source exchange passed takes that exchange's score instead, :mod:`.sources`),
-   duplicates (same id or same text) are merged, at most ``max_items`` are kept;
+   duplicates (same id or same text) are merged, at most ``max_items`` are kept; with
+   ``RecallConfig.reranker``, a model of the user's then reorders them (:mod:`.rerank`);
 4. **fit** — each section (memories, knowledge, plan, run memory) is filled in
    rank order up to its own token budget, counted with the configured model's
    tokenizer (:mod:`langmem_plugin.core.tokens`);
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.store.base import SearchOp
 
@@ -69,6 +71,8 @@ from langmem_plugin.services.recall.pool import (
     pool_limit,
     search_candidates,
 )
+from langmem_plugin.services.recall.rerank import RERANKED_OUT, Rerank, reranked
+from langmem_plugin.services.recall.rerank import documents as rerank_documents
 from langmem_plugin.services.recall.retrieval import RetrievalConfig, RetrievedItem
 from langmem_plugin.services.recall.sources import current_at, inherited_score, source_scores
 from langmem_plugin.services.store_steps import StoreSteps
@@ -140,6 +144,11 @@ class RecallConfig:
             store's own scores order the candidates whichever name is given.
         fit: how the memories section spends its budget (:class:`~.fit.FitConfig`: a wide
             question's share and items, near duplicates).
+        reranker: a model that reads each candidate against the question, after the ranking: any
+            LangChain document compressor (``BaseDocumentCompressor``: ``CohereRerank``,
+            ``FlashrankRerank``, ...; :mod:`~langmem_plugin.services.recall.rerank`). Its order
+            is the one fitted; what it leaves out is not injected; when it raises, recall keeps
+            its own order. ``None`` (the default): no call.
     """
 
     compartments: tuple[Compartment, ...] = (Compartment.USER, Compartment.SESSION)
@@ -158,6 +167,7 @@ class RecallConfig:
     retrieval: RetrievalConfig | None = field(default_factory=RetrievalConfig)
     ranker: str | LearnedRanker = "learned"
     fit: FitConfig = field(default_factory=FitConfig)
+    reranker: BaseDocumentCompressor | None = None
 
     def __post_init__(self) -> None:
         comps = tuple(parse_compartment(c) for c in self.compartments)
@@ -179,6 +189,12 @@ class RecallConfig:
             raise ConfigurationError(
                 f"RecallConfig.ranker must be one of {', '.join(map(repr, RANKERS))} or a LearnedRanker, "
                 f"got {self.ranker!r}"
+            )
+        if self.reranker is not None and not isinstance(self.reranker, BaseDocumentCompressor):
+            raise ConfigurationError(
+                f"RecallConfig.reranker must be a LangChain document compressor (BaseDocumentCompressor), "
+                f"got {self.reranker!r}. Fix: pass e.g. CohereRerank(...) or FlashrankRerank(...), "
+                "or subclass langchain_core.documents.BaseDocumentCompressor; None for no reranker"
             )
         if isinstance(self.ranker, LearnedRanker) and self.retrieval is None:
             raise ConfigurationError(
@@ -457,6 +473,13 @@ def recall_steps(
     if shown:
         candidates = _not_shown(candidates, set(shown), dropped)
     ranked = _rank(candidates, config, now, dropped, when)
+    if config.reranker is not None and ranked:
+        sent = rerank_documents(ranked)
+        answer = yield Rerank(config.reranker, query, sent)
+        reordered = reranked(ranked, sent, answer)
+        if reordered is not None:
+            ranked, left = reordered
+            dropped.extend((memory, RERANKED_OUT) for memory in left)
 
     memories = MemoriesFitter(budgets.memories, config.model, query, config.fit)
     max_items = memories.item_limit(config.max_items)
