@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # type checkers see every name; at run time each is imported 
     )
     from langmem_plugin.services.agents import AgentRules
     from langmem_plugin.services.context import ContextConfig, ResultsConfig
+    from langmem_plugin.services.recall import ChatModelReranker
     from langmem_plugin.services.upkeep import ExtractionConfig
     from langmem_plugin.stores import CheckpointerStore
     from langmem_plugin.stores.qdrant import QdrantStore
@@ -80,6 +81,7 @@ _LAZY: dict[str, str] = {
     ),
     "AgentRules": "langmem_plugin.services.agents",
     "ContextConfig": "langmem_plugin.services.context",
+    "ChatModelReranker": "langmem_plugin.services.recall",
     "ResultsConfig": "langmem_plugin.services.context",
     "ExtractionConfig": "langmem_plugin.services.upkeep",
     "CheckpointerStore": "langmem_plugin.stores",
@@ -122,6 +124,7 @@ install_offline_encodings()
 
 __all__ = [
     "AgentRules",
+    "ChatModelReranker",
     "CheckpointerStore",
     "Compartment",
     "CompartmentLimits",

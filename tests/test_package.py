@@ -23,6 +23,7 @@ PACKAGE = Path(langmem_plugin.__file__).parent
 # The names an agent needs; everything else is in a documented submodule (README, docs/).
 EXPECTED_ALL = {
     "AgentRules",
+    "ChatModelReranker",
     "CheckpointerStore",
     "Compartment",
     "ContextConfig",

@@ -37,6 +37,7 @@ from langmem_plugin.services.recall.rank import (
     run_section,
     search_candidates,
 )
+from langmem_plugin.services.recall.rerank import ChatModelReranker
 from langmem_plugin.services.recall.retrieval import HybridRetriever, RetrievalConfig
 from langmem_plugin.services.recall.shape import QuestionShape, question_shape
 
@@ -47,6 +48,7 @@ __all__ = [
     "FIT_BEFORE",
     "FIT_SHAPED",
     "RECALL_PRESETS",
+    "ChatModelReranker",
     "Considered",
     "FitConfig",
     "HybridRetriever",
