@@ -15,7 +15,7 @@ from langmem_plugin.core.embeddings import (
     embedding_dims,
     resolve_embeddings,
 )
-from langmem_plugin.errors import OfflineResourceError, UnknownEmbeddingsError
+from langmem_plugin.errors import ConfigurationError, OfflineResourceError, UnknownEmbeddingsError
 from langmem_plugin.testing import FakeEmbeddings
 
 # (sentence, paraphrase): written for these tests; the pairs share few words on purpose.
@@ -231,6 +231,27 @@ def test_bad_model_path_is_a_clear_error(tmp_path) -> None:
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         MiniLMEmbeddings(batch_size=0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_parallel_calls_must_be_a_positive_int(bad: object) -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"parallel_calls=\.\.\.\) must be an int of at least 1"
+    ) as refused:
+        MiniLMEmbeddings(parallel_calls=bad)  # type: ignore[arg-type]
+    assert repr(bad) in str(refused.value)
+
+
+def test_batches_run_side_by_side_give_the_vectors_of_one_at_a_time() -> None:
+    # texts of many lengths: several batches, short ones sharing calls, long ones alone, repeats
+    texts = [f"memory {i}: " + "words of a long answer " * (i % 9) * 6 for i in range(40)] + [
+        "memory 3: "
+    ] * 2
+    one_at_a_time = MiniLMEmbeddings(parallel_calls=1, threads=2).embed_array(texts)
+    side_by_side = MiniLMEmbeddings(parallel_calls=4, threads=2, batch_size=4).embed_array(texts)
+    assert one_at_a_time.shape == (len(texts), 384)
+    np.testing.assert_allclose(side_by_side, one_at_a_time, atol=1e-6)
+    assert MiniLMEmbeddings(threads=3).parallel_calls == 3  # the default: the session's threads
 
 
 def test_resolve_embeddings_accepts_every_form() -> None:

@@ -170,7 +170,8 @@ def measure_longchat_import(
     """The long chat imported through ``Memory()`` with each embedder, and the reference.
 
     Returns the reference seconds (float MiniLM-L6 embedding every word of the chat once in
-    200-token pieces, batches of 32: the mean of a run before and one after the imports), the
+    200-token pieces, 32 pieces a call, one ONNX call at a time: the mean of a run before and one
+    after the imports), the
     number of pieces, and one :class:`LongChatImport` per embedder.
     """
     from langmem_plugin import Memory
@@ -181,16 +182,20 @@ def measure_longchat_import(
         _recall_all,
         make_long_chat,
     )
+    from langmem_plugin.core.embeddings import MiniLMEmbeddings
 
     chat = make_long_chat(0, sessions=sessions, exchanges=exchanges, facts=min(40, exchanges))
     words = "\n".join(m["content"] for s in chat.sessions for m in s["messages"])
     pieces = word_pieces(words)
     loaded = {name: _load(name) for name in dict.fromkeys(["float", *embedders])}
+    # the model alone: one ONNX call at a time on the machine's threads (what MiniLMEmbeddings
+    # did before it ran an import's batches side by side), the same session as the imports'
+    plain = MiniLMEmbeddings(parallel_calls=1)
 
     def reference() -> float:
         started = time.perf_counter()
         for start in range(0, len(pieces), 32):
-            loaded["float"].embed_documents(pieces[start : start + 32])
+            plain.embed_documents(pieces[start : start + 32])
         return time.perf_counter() - started
 
     spent = [reference()]

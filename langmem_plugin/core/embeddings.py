@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -96,10 +97,15 @@ class MiniLMEmbeddings(Embeddings):
             cosine ≈ 0.99 of the float model's; needs ``pip install 'langmem-plugin[int8]'``);
             ``False`` (the default) runs the float products, whose vectors match
             sentence-transformers'.
+        parallel_calls: when one call embeds texts of several batches (an import), this many
+            batches run at once on the one session, each from its own thread (onnxruntime
+            runs them side by side; each text's vector is the same as one at a time); default:
+            ``threads``. One query is one batch: it runs alone, on all ``threads``. 1 runs the
+            batches one after another.
 
     Raises:
-        ConfigurationError: ``batch_size``, ``batch_tokens`` or ``threads`` is not an int of at
-            least 1 (or ``$LANGMEM_PLUGIN_THREADS`` is not).
+        ConfigurationError: ``batch_size``, ``batch_tokens``, ``threads`` or ``parallel_calls``
+            is not an int of at least 1 (or ``$LANGMEM_PLUGIN_THREADS`` is not).
 
     >>> emb = MiniLMEmbeddings()
     >>> vector = emb.embed_query("I like green tea")
@@ -118,8 +124,15 @@ class MiniLMEmbeddings(Embeddings):
         batch_tokens: int = 512,
         threads: int | None = None,
         quantized: bool = False,
+        parallel_calls: int | None = None,
     ) -> None:
-        for name, value in (("batch_size", batch_size), ("batch_tokens", batch_tokens), ("threads", threads)):
+        checked = (
+            ("batch_size", batch_size),
+            ("batch_tokens", batch_tokens),
+            ("threads", threads),
+            ("parallel_calls", parallel_calls),
+        )
+        for name, value in checked:
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ConfigurationError(
                     f"MiniLMEmbeddings({name}=...) must be an int of at least 1, got {value!r}. "
@@ -131,6 +144,7 @@ class MiniLMEmbeddings(Embeddings):
         self.batch_tokens = batch_tokens
         self.threads = threads if threads is not None else machine_threads()
         self.quantized = quantized
+        self.parallel_calls = parallel_calls if parallel_calls is not None else self.threads
         self._loaded: Loaded | None = None
 
     def _model(self) -> Loaded:
@@ -168,13 +182,26 @@ class MiniLMEmbeddings(Embeddings):
         ids = list(row_of_tokens)
         pooled = np.zeros((len(ids), self.dims), dtype=np.float32)
         one = self.quantized
-        batches = token_batches(
-            ids, max_texts=1 if one else self.batch_size, max_tokens=0 if one else self.batch_tokens
+        batches = list(
+            token_batches(
+                ids, max_texts=1 if one else self.batch_size, max_tokens=0 if one else self.batch_tokens
+            )
         )
-        for rows, batch, mask in batches:
-            hidden = run_model(model, batch, mask)
+
+        def pool(batch: tuple[list[int], np.ndarray, np.ndarray]) -> None:
+            rows, tokens_in, mask = batch
+            hidden = run_model(model, tokens_in, mask)
             weights = mask[:, :, None].astype(np.float32)
             pooled[rows] = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+
+        workers = min(self.parallel_calls, len(batches))
+        if workers > 1:  # the session is shared: each run on its own thread, the rows disjoint
+            with ThreadPoolExecutor(workers, thread_name_prefix="minilm") as pool_of:
+                for _ in pool_of.map(pool, batches):
+                    pass
+        else:
+            for batch in batches:
+                pool(batch)
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         if len(ids) == len(texts):
             return pooled
@@ -196,7 +223,7 @@ class MiniLMEmbeddings(Embeddings):
     def __repr__(self) -> str:
         return (
             f"MiniLMEmbeddings(batch_size={self.batch_size}, batch_tokens={self.batch_tokens}, "
-            f"threads={self.threads}, quantized={self.quantized})"
+            f"threads={self.threads}, quantized={self.quantized}, parallel_calls={self.parallel_calls})"
         )
 
 
