@@ -4,7 +4,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, SearchItem
+from langgraph.store.base.embed import get_text_at_path
 
 from langmem_plugin.errors import InvalidFilterError, InvalidNamespaceError, InvalidValueError
 from langmem_plugin.stores._common import (
@@ -157,6 +160,31 @@ def test_index_texts() -> None:
     assert index_texts(value, ["a.b", "arr[*]"]) == ["deep", "x", "y"]
     assert index_texts(value, None)[0].startswith("{")
     assert index_texts(value, ["missing"]) == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+    max_leaves=12,
+)
+_PATHS = st.lists(
+    st.sampled_from(["a", "b", "c", "a.b", "b.c.a", "a[*]", "b[0]", "c[-1].a", "{a,b}", "a.{b,c}", "$", "*"]),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abc"), _JSON, max_size=3), _PATHS)
+def test_index_texts_reads_a_path_as_langgraph_does(value: dict[str, object], fields: list[str]) -> None:
+    expected = [
+        text
+        for field in fields
+        for text in ([value[field]] if isinstance(value.get(field), str) else get_text_at_path(value, field))
+        if text and text.strip()
+    ]
+    assert index_texts(value, fields) == expected
+    assert index_texts(value, fields) == expected  # the parsed path, kept, reads the same again
 
 
 def test_ttl_settings() -> None:

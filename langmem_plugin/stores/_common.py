@@ -28,6 +28,7 @@ False
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -44,7 +45,7 @@ from langgraph.store.base import (
     SearchItem,
     TTLConfig,
 )
-from langgraph.store.base.embed import get_text_at_path
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langmem_plugin.errors import ConfigurationError, InvalidFilterError, InvalidValueError
 
@@ -321,7 +322,7 @@ def index_texts(value: Mapping[str, Any], fields: Sequence[str] | None) -> list[
     texts: list[str] = []
     for field in fields or ["$"]:
         plain = value.get(field) if _PLAIN_KEY.fullmatch(field) else None
-        for text in [plain] if isinstance(plain, str) else get_text_at_path(value, field):
+        for text in [plain] if isinstance(plain, str) else get_text_at_path(value, _path_tokens(field)):
             if text and text.strip():
                 texts.append(text)
     return texts
@@ -329,6 +330,14 @@ def index_texts(value: Mapping[str, Any], fields: Sequence[str] | None) -> list[
 
 # A field that is one key holding a string needs none of LangGraph's path parsing (a put's hot path).
 _PLAIN_KEY = re.compile(r"[^.\[\]$*]+")
+
+
+@functools.lru_cache(maxsize=256)
+def _path_tokens(field: str) -> str | list[str]:
+    """``field`` parsed once by LangGraph's ``tokenize_path`` (a store reads the same few fields of
+    every value it indexes: parsing each time was a fifth of opening a CheckpointerStore); ``"$"``
+    and ``""`` as they are (``get_text_at_path`` reads them as the whole value)."""
+    return field if not field or field == "$" else tokenize_path(field)
 
 
 # --------------------------------------------------------------------------- TTL
