@@ -179,6 +179,34 @@ def test_a_reranker_cannot_add_text_or_change_a_memory(memory: Memory) -> None:
     assert recall.items[0].content.removeprefix("user: ") in TRIPS
 
 
+def test_a_reranker_that_makes_new_documents_is_followed_by_their_text(memory: Memory) -> None:
+    def bare(docs: list[Document]) -> list[Document]:  # as some services answer: text and a score
+        return [Document(page_content=d.page_content, metadata={"relevance_score": 0.5}) for d in docs[::-1]]
+
+    plain = memory.recall(QUESTION, CONFIG)
+    recall = _with(memory, Answers(answer=bare)).recall(QUESTION, CONFIG)
+    assert [i.id for i in recall.items] == [i.id for i in plain.items][::-1]
+
+
+def test_a_reranker_that_rewrites_every_text_leaves_recall_s_own_order(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    def extracts(docs: list[Document]) -> list[Document]:  # an extractor: shorter texts
+        return [Document(page_content=d.page_content[:12], metadata=dict(d.metadata)) for d in docs]
+
+    plain = memory.recall(QUESTION, CONFIG)
+    with caplog.at_level(logging.WARNING, logger="langmem_plugin.services.recall.rerank"):
+        recall = _with(memory, Answers(answer=extracts)).recall(QUESTION, CONFIG)
+    assert [i.id for i in recall.items] == [i.id for i in plain.items]
+    assert "is one recall sent" in caplog.text
+
+
+def test_an_empty_answer_injects_no_memory(memory: Memory) -> None:
+    recall = _with(memory, Answers(answer=lambda docs: [])).recall(QUESTION, CONFIG)
+    assert recall.items == []
+    assert {c.outcome for c in recall.considered} == {RERANKED_OUT}
+
+
 def test_every_surface_has_it_the_middleware_s_prompt_follows_the_reranker(memory: Memory) -> None:
     model = ScriptedChatModel(["You have been to Nazaré."])
     reranked_memory = _with(memory, ByWord(word="Nazaré", top_n=1))
@@ -208,40 +236,45 @@ def _ranked(n: int) -> list[tuple[float, float | None, StoredMemory]]:
     ]
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.integers(min_value=1, max_value=12).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            st.lists(
-                st.one_of(
-                    st.integers(min_value=-2, max_value=n + 2),  # a sent document's place (or none)
-                    st.text(max_size=30),  # a document recall never sent
-                ),
-                max_size=20,
-            ),
-            st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.booleans(), st.text(max_size=5))),
-        )
-    )
+_PICK = st.one_of(
+    st.integers(min_value=-2, max_value=14),  # a sent document, as recall wrote it (or a place never sent)
+    st.tuples(st.just("text only"), st.integers(min_value=0, max_value=14)),  # its text, no metadata
+    st.text(max_size=30).filter(lambda t: not t.startswith("memory ")),  # text recall never sent
 )
-def test_any_answer_reorders_and_drops_only_what_was_sent(case: tuple[int, list[Any], list[Any]]) -> None:
-    n, picks, scores = case
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=12),
+    st.lists(_PICK, max_size=20),
+    st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.booleans(), st.text(max_size=5))),
+)
+def test_any_answer_reorders_and_drops_only_what_was_sent(
+    n: int, picks: list[Any], scores: list[Any]
+) -> None:
     ranked = _ranked(n)
     sent = documents(ranked)
     answer: list[Document] = []
+    places: list[int] = []
     for i, pick in enumerate(picks):
-        score = scores[i] if i < len(scores) else None
         if isinstance(pick, int) and 0 <= pick < n:
             doc = Document(page_content=sent[pick].page_content, metadata={**sent[pick].metadata})
+            places.append(pick)
+        elif isinstance(pick, tuple) and pick[1] < n:
+            doc = Document(page_content=sent[pick[1]].page_content)
+            places.append(pick[1])
         else:
             doc = Document(page_content=str(pick), metadata={"langmem_plugin_candidate": pick})
-        doc.metadata["relevance_score"] = score
+        doc.metadata["relevance_score"] = scores[i] if i < len(scores) else None
         answer.append(doc)
     result = reranked(ranked, sent, answer)
+    expected = list(dict.fromkeys(f"m{p}" for p in places))
+    if answer and not expected:
+        assert result is None  # nothing recall sent came back: recall keeps its own order
+        return
     assert result is not None
     kept, left = result
     ids = [memory.id for _, _, memory in kept]
-    expected = list(dict.fromkeys(f"m{p}" for p in picks if isinstance(p, int) and 0 <= p < n))
     assert ids == expected
     assert sorted([*ids, *(m.id for m in left)]) == sorted(m.id for _, _, m in ranked)
     for score, _, _ in kept:

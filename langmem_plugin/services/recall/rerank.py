@@ -18,8 +18,11 @@ middleware and the callback handler all have it, sync and async):
    compressor's ``top_n`` caps the items. Its ``metadata["relevance_score"]`` becomes the item's
    score when it is a number; otherwise the score falls from 1 with the position;
 3. a document that is not one recall sent (new text, or a sent one's text changed) is ignored:
-   a reranker can reorder and drop memories, never add text to the prompt;
-4. a compressor that raises, or answers something that is not a list of documents, leaves
+   a reranker can reorder and drop memories, never add text to the prompt. A sent document is
+   found back by the place recall wrote in its metadata, or by its text where a reranker made
+   new documents without the metadata; an empty answer injects no memory;
+4. a compressor that raises, answers something that is not a list of documents, or answers
+   documents none of which recall sent (a compressor that rewrites text), leaves
    recall's own order (a warning is logged, ``langmem_plugin.services.recall.rerank``): a
    rerank service that is down costs the ordering, not the turn.
 
@@ -123,14 +126,24 @@ def reranked(
             type(answer).__name__,
         )
         return None
+    by_text: dict[str, list[int]] = {}
+    for at, sent_doc in enumerate(sent):
+        by_text.setdefault(sent_doc.page_content, []).append(at)
     order: list[tuple[int, float | None]] = []
     taken: set[int] = set()
     for doc in answer:
-        place = _sent_place(doc, sent)
-        if place is None or place in taken:
+        found = _sent_place(doc, sent, by_text, taken)
+        if found is None:
             continue  # not one recall sent (or its text changed), or sent twice: never injected
-        taken.add(place)
-        order.append((place, _score(doc)))
+        taken.add(found)
+        order.append((found, _score(doc)))
+    if answer and not order:
+        logger.warning(
+            "none of the %d documents recall's reranker answered is one recall sent (their text changed?); "
+            "the candidates keep recall's own order",
+            len(answer),
+        )
+        return None
     kept: list[Ranked] = []
     for position, (place, score) in enumerate(order):
         _, relevance, memory = ranked[place]
@@ -139,13 +152,19 @@ def reranked(
     return kept, left
 
 
-def _sent_place(doc: Any, sent: Sequence[Document]) -> int | None:
-    if not isinstance(doc, Document) or not isinstance(doc.metadata, dict):
+def _sent_place(
+    doc: Any, sent: Sequence[Document], by_text: dict[str, list[int]], taken: set[int]
+) -> int | None:
+    """Which sent document ``doc`` is: by the place recall wrote in its metadata, or, where a
+    reranker built new documents without it, by its text; ``None``: none of them (or one taken)."""
+    if not isinstance(doc, Document) or not isinstance(doc.page_content, str):
         return None
-    place = doc.metadata.get(_SENT)
-    if isinstance(place, bool) or not isinstance(place, int) or not 0 <= place < len(sent):
+    place = doc.metadata.get(_SENT) if isinstance(doc.metadata, dict) else None
+    if isinstance(place, int) and not isinstance(place, bool) and 0 <= place < len(sent):
+        if doc.page_content == sent[place].page_content and place not in taken:
+            return place
         return None
-    return place if doc.page_content == sent[place].page_content else None
+    return next((p for p in by_text.get(doc.page_content, ()) if p not in taken), None)
 
 
 def _score(doc: Document) -> float | None:
