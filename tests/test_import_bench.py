@@ -7,6 +7,7 @@ from pathlib import Path
 
 from langmem_plugin.bench.import_history import locomo_history, measure_import
 from langmem_plugin.testing import FakeEmbeddings
+from tests.postgres_server import pgvector_url  # noqa: F401  (a fixture)
 
 
 def _locomo(tmp_path: Path) -> Path:
@@ -73,3 +74,12 @@ def test_the_stream_bench_reports_each_chat_with_its_rss_then_times_recalls(tmp_
     assert len(run.recall_ms) == 4
     assert all(ms > 0 for ms in run.recall_ms)
     assert run.recall_line().startswith("4 recalls: p50 ")
+
+
+def test_the_stream_bench_streams_into_postgres_when_given_a_server(pgvector_url: str) -> None:  # noqa: F811
+    from langmem_plugin.bench.import_history import measure_stream
+    from tests.test_postgres_contract import fresh_database
+
+    run = measure_stream(3, exchanges=5, recalls=2, postgres_url=fresh_database(pgvector_url), progress=None)
+    assert [seen.turns for seen in run.chats] == [5, 10, 15]
+    assert len(run.recall_ms) == 2

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -281,8 +282,12 @@ def measure_stream(
     embeddings: Any = None,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = print,
+    postgres_url: str | None = None,
 ) -> StreamRun:
     """``chats`` generated chats streamed through ``Memory(path=...).import_histories``, then recalls.
+
+    With ``postgres_url``, into a ``PostgresMemoryStore`` there (``memory_index()``) instead of
+    the default embedded store: the RSS is then this process's alone, the memories another's.
 
     The chats are split into ``users`` blocks in order, one ``import_histories`` call per user
     (one user's memories stop growing at the user compartment's ``max_items``; more users
@@ -317,10 +322,19 @@ def measure_stream(
 
     embedder = embeddings or FakeEmbeddings(384)
     spent: list[float] = []
-    with (
-        tempfile.TemporaryDirectory(dir=workdir) as tmp,
-        Memory(path=Path(tmp) / "m", embeddings=embedder) as memory,
-    ):
+    with contextlib.ExitStack() as stack:
+        if postgres_url is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=workdir))
+            memory = stack.enter_context(Memory(path=Path(tmp) / "m", embeddings=embedder))
+        else:
+            from langmem_plugin import memory_index
+            from langmem_plugin.stores import PostgresMemoryStore
+
+            index: Any = memory_index(embedder)
+            pg = stack.enter_context(
+                PostgresMemoryStore.from_conn_string(postgres_url, index=index, setup=True)
+            )
+            memory = stack.enter_context(Memory(store=pg))
         for user in range(users):
             before, before_chats = (seen[-1] if seen else before), len(seen)
             numbers = range(user * per_user, min(chats, (user + 1) * per_user))
@@ -350,6 +364,11 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
     parser.add_argument("--stream", type=int, default=None, metavar="CHATS", help="stream CHATS chats")
     parser.add_argument("--recalls", type=int, default=200, help="with --stream: recalls timed after it")
     parser.add_argument("--users", type=int, default=1, help="with --stream: the chats' users")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="with --stream: into PostgresMemoryStore ($POSTGRES_URL, else a temporary server: dev extra)",
+    )
     args = parser.parse_args(argv)
     if args.longchat:
         sessions = max(1, min(50, args.longchat // 5))
@@ -366,7 +385,14 @@ def main(argv: Sequence[str] | None = None) -> list[ImportRun]:
             )
         return []
     if args.stream:
-        stream = measure_stream(args.stream, users=args.users, recalls=args.recalls)
+        with contextlib.ExitStack() as stack:
+            url = None
+            if args.postgres:
+                from langmem_plugin.bench.postgres import _fresh_database, temporary_server
+
+                url = os.environ.get("POSTGRES_URL") or stack.enter_context(temporary_server())
+                url = _fresh_database(url)
+            stream = measure_stream(args.stream, users=args.users, recalls=args.recalls, postgres_url=url)
         marks = {1, 10, 25, 50, 100, 150, 200, 300, 400, len(stream.chats)}
         for n in sorted(marks & set(range(1, len(stream.chats) + 1))):
             print(stream.chats[n - 1].line(n))
