@@ -34,14 +34,12 @@ from langmem_plugin.services.context.config import ContextConfig
 from langmem_plugin.services.context.results import result_describer, results_update_steps, results_view
 from langmem_plugin.services.context.summary import (
     SummarySteps,
-    ado_request,
-    do_request,
     summary_steps,
     summary_view,
 )
 from langmem_plugin.services.context.window import trim_window
 from langmem_plugin.services.layout import MemoryLayout
-from langmem_plugin.services.store_steps import StoreSteps
+from langmem_plugin.services.store_steps import StoreSteps, arun_batch, run_batch
 
 __all__ = ["ContextTurn", "state_value"]
 
@@ -135,15 +133,12 @@ class ContextTurn:
             update[keys.memory_context] = {**context, "window": record}
         return update
 
-    def _summarizer(self) -> Any:
-        return self.window.summary.model if self.window is not None and self.window.summary else None
-
     def after_tools(self, state: Any, scope: Scope, store: BaseStore, layout: MemoryLayout) -> dict[str, Any]:
         """Run :meth:`after_tools_steps` on ``store`` (and the summarizer): the state update, empty
         when nothing changed."""
         if not self.runs_after_tools:
             return {}
-        do = functools.partial(do_request, store, self._summarizer())
+        do = functools.partial(run_batch, store)
         update: dict[str, Any] = run_steps(self.after_tools_steps(state, scope, store, layout), do)
         return update
 
@@ -153,7 +148,7 @@ class ContextTurn:
         """Async :meth:`after_tools`."""
         if not self.runs_after_tools:
             return {}
-        ado = functools.partial(ado_request, store, self._summarizer())
+        ado = functools.partial(arun_batch, store)
         update: dict[str, Any] = await arun_steps(self.after_tools_steps(state, scope, store, layout), ado)
         return update
 

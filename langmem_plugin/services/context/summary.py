@@ -30,8 +30,8 @@ the messages it would drop are summarized instead:
 - **Without a summarizer** the window trims as before and :func:`summary_steps` records
   that it did (``memory_context["window"]``); no heuristic is presented as a summary.
 
-The summarizer call is a request of the steps (:class:`Summarize`), carried out next to the
-store operations by :func:`do_request` (sync) or :func:`ado_request` (async): the logic is
+The summarizer call is a request of the steps (:class:`Summarize`, a call outside the store),
+carried out next to the store operations by the store steps' runner, sync or async: the logic is
 written once (:mod:`langmem_plugin.core.steps`).
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -52,7 +52,7 @@ from typing import Any, TypeAlias, TypedDict
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import PutOp
 
 from langmem_plugin.core.fence import entry, quote
 from langmem_plugin.core.record import MemoryKind, MemoryRecord, utc_now
@@ -61,7 +61,7 @@ from langmem_plugin.core.steps import Steps
 from langmem_plugin.errors import ConfigurationError
 from langmem_plugin.services.context.window import trim_window
 from langmem_plugin.services.layout import Compartment, MemoryLayout
-from langmem_plugin.services.store_steps import StoreRequest, arun_batch, run_batch
+from langmem_plugin.services.store_steps import Outside, StoreRequest
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -70,8 +70,6 @@ __all__ = [
     "Summarize",
     "SummaryConfig",
     "SummarySteps",
-    "ado_request",
-    "do_request",
     "summarizer_messages",
     "summary_reducer",
     "summary_section",
@@ -154,32 +152,23 @@ def summary_reducer(
 
 
 @dataclass(frozen=True)
-class Summarize:
-    """A request of the steps: call the summarizer with ``messages``; the steps get its answer."""
+class Summarize(Outside):
+    """A request of the steps: call the summarizer ``model`` with ``messages``; the steps get its
+    answer (or its exception, raised where they yielded the request)."""
 
+    model: Runnable[LanguageModelInput, BaseMessage]
     messages: tuple[BaseMessage, ...]
 
+    def run(self) -> Any:
+        return self.model.invoke(list(self.messages))
 
-#: Steps that write to a store and call the summarizer.
-SummarySteps: TypeAlias = Steps[StoreRequest | Summarize, Any]
-
-
-def do_request(store: BaseStore, model: Runnable[Any, Any] | None, request: Any) -> Any:
-    """Carry out one request of :data:`SummarySteps` (sync): a summarizer call or store operations."""
-    if isinstance(request, Summarize):
-        if model is None:
-            raise ConfigurationError("a summary was requested but no summarizer is configured")
-        return model.invoke(list(request.messages))
-    return run_batch(store, request)
+    async def arun(self) -> Any:
+        return await self.model.ainvoke(list(self.messages))
 
 
-async def ado_request(store: BaseStore, model: Runnable[Any, Any] | None, request: Any) -> Any:
-    """Async :func:`do_request`."""
-    if isinstance(request, Summarize):
-        if model is None:
-            raise ConfigurationError("a summary was requested but no summarizer is configured")
-        return await model.ainvoke(list(request.messages))
-    return await arun_batch(store, request)
+#: Steps that write to a store and call the summarizer (a :class:`Summarize` is an
+#: :class:`~langmem_plugin.services.store_steps.Outside` call: store steps run it).
+SummarySteps: TypeAlias = Steps[StoreRequest, Any]
 
 
 # -- what the model sees ------------------------------------------------------------------------
@@ -322,7 +311,7 @@ def summary_steps(
         return None, _failed(record, "the messages have no ids (messages from graph state have them)")
     try:
         previous = summary["text"] if summary else None
-        answer = yield Summarize(tuple(summarizer_messages(config, previous, dropped)))
+        answer = yield Summarize(config.model, tuple(summarizer_messages(config, previous, dropped)))
     except Exception as exc:
         return None, _failed(record, "the summarizer raised", exc)
     text = (_text(answer) if isinstance(answer, BaseMessage) else str(answer or "")).strip()
